@@ -1,0 +1,268 @@
+// build_index: validate every corpus root, write a new generation, switch to it atomically.
+#include "kwiki/indexer.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+#include "corpus_walk.hpp"
+#include "generation.hpp"
+#include "kwiki/error.hpp"
+#include "record_builder.hpp"
+#include "schema_validator.hpp"
+#include "store_writer.hpp"
+
+#ifndef KWIKI_SOURCE_WIKI_DIR
+#define KWIKI_SOURCE_WIKI_DIR ""
+#endif
+#ifndef KWIKI_INSTALL_WIKI_DIR
+#define KWIKI_INSTALL_WIKI_DIR ""
+#endif
+
+namespace kwiki {
+namespace fs = std::filesystem;
+namespace {
+
+using detail::RecordFile;
+
+constexpr std::size_t kMaxReportedErrors = 50;
+
+struct Fnv64 {
+  std::uint64_t h = 1469598103934665603ULL;
+  void add(std::string_view s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 1099511628211ULL;
+    }
+    h ^= 0xff;  // field separator
+    h *= 1099511628211ULL;
+  }
+  std::string hex() const {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    return buf;
+  }
+};
+
+std::string read_file(const RecordFile& file, std::size_t max_bytes) {
+  if (file.size > max_bytes)
+    throw Error(ErrorCode::kTooLarge,
+                "record file is " + std::to_string(file.size) + " bytes, over the " + std::to_string(max_bytes) +
+                    "-byte limit; split it or move bulky content out of the record",
+                file.path);
+  std::ifstream in(file.path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kUnreadable, "cannot open the file for reading; fix its permissions", file.path);
+  std::string text(file.size, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(file.size));
+  if (in.gcount() != static_cast<std::streamsize>(file.size))
+    throw Error(ErrorCode::kUnreadable, "the file changed size while being read", file.path);
+  return text;
+}
+
+std::string now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string absolute_or_same(const std::string& path) {
+  std::error_code ec;
+  auto abs = fs::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
+Diagnostic diagnostic_from(const Error& e) {
+  return {e.file(), e.pointer(), e.what(), true, static_cast<int>(e.code())};
+}
+
+}  // namespace
+
+IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* diagnostics_out) {
+  const auto started = std::chrono::steady_clock::now();
+  IndexReport report;
+  if (options.wiki_roots.empty() && options.internal_roots.empty())
+    throw Error(ErrorCode::kUsage, "no corpus root given: pass --wiki DIR (or --internal DIR)");
+
+  std::vector<RecordFile> files;
+  std::vector<std::pair<std::string, std::string>> roots;  // (store, absolute root)
+  auto walk = [&](const std::string& root, bool internal) {
+    const std::string abs = absolute_or_same(root);
+    auto found = detail::walk_corpus(abs, internal);
+    roots.emplace_back(internal ? kInternalStore : kPublicStore, abs);
+    files.insert(files.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+  };
+  for (const auto& root : options.wiki_roots) walk(root, false);
+  for (const auto& root : options.internal_roots) walk(root, true);
+  report.files = files.size();
+
+  // The fingerprint covers what the generation is built from: layout version, schemas, and each
+  // file's store, path, size and modification time.
+  Fnv64 fingerprint;
+  fingerprint.add("kwiki-store-" + std::to_string(detail::kStoreFormat));
+  fingerprint.add(detail::SchemaValidator::schema_text("hw-1.0"));
+  fingerprint.add(detail::SchemaValidator::schema_text("clean-1.3"));
+  for (const auto& [store, root] : roots) fingerprint.add(store + ":" + root);
+  for (const auto& f : files) {
+    fingerprint.add(f.path);
+    fingerprint.add(std::to_string(f.size) + ":" + std::to_string(f.mtime_ns));
+  }
+
+  std::unique_ptr<detail::WriterLock> lock;
+  if (!options.check_only) {
+    lock = std::make_unique<detail::WriterLock>(options.index_dir);
+    if (!options.force) {
+      if (auto current = detail::read_current_generation(options.index_dir)) {
+        std::ifstream in(options.index_dir + "/" + *current + "/FINGERPRINT");
+        std::string stored;
+        std::getline(in, stored);
+        if (stored == fingerprint.hex()) {
+          report.generation = *current;
+          report.records = 0;
+          report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+          return report;
+        }
+      }
+    }
+  }
+
+  detail::SchemaValidator validator;
+  std::string staging, generation_name;
+  std::unique_ptr<detail::StoreWriter> writer;
+  if (!options.check_only) {
+    std::tie(staging, generation_name) = detail::create_staging_generation(options.index_dir);
+    writer = std::make_unique<detail::StoreWriter>(staging);
+  }
+
+  std::vector<Diagnostic> errors;
+  std::vector<Diagnostic> warnings;
+  std::unordered_map<std::string, std::string> key_to_path;
+  key_to_path.reserve(files.size());
+  try {
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      const RecordFile& file = files[i];
+      if (options.progress && (i % 256 == 0 || i + 1 == files.size())) options.progress(i + 1, files.size());
+      try {
+        const std::string text = read_file(file, options.max_record_bytes);
+        detail::RecordLocation where{file.path, file.rel_path, file.root, file.source, file.internal};
+        std::vector<Diagnostic> record_warnings;
+        detail::BuiltRecord built = detail::build_record(validator, text, where, record_warnings);
+        auto [it, inserted] = key_to_path.emplace(built.record.key, file.path);
+        if (!inserted)
+          throw Error(ErrorCode::kDuplicateId, "duplicate id \"" + built.record.id + "\", also in " + it->second +
+                                                   "; give one of them a new id", file.path, "/id");
+        for (auto& w : record_warnings) {
+          if (writer) writer->add_warning(w);
+          warnings.push_back(std::move(w));
+        }
+        if (writer && errors.empty()) writer->add(built.record, built.facts);
+        ++report.by_store[built.record.store];
+        ++report.records;
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::kIo || e.code() == ErrorCode::kInternal) throw;
+        errors.push_back(diagnostic_from(e));
+        if (errors.size() >= kMaxReportedErrors) break;
+      }
+    }
+    if (options.strict && errors.empty()) {
+      for (const auto& w : warnings) {
+        Diagnostic d = w;
+        d.error = true;
+        d.code = static_cast<int>(ErrorCode::kConsistency);
+        errors.push_back(std::move(d));
+      }
+    }
+    report.diagnostics = warnings;
+    if (!errors.empty()) {
+      if (diagnostics_out) {
+        *diagnostics_out = errors;
+        diagnostics_out->insert(diagnostics_out->end(), warnings.begin(), warnings.end());
+      }
+      const Diagnostic& first = errors.front();
+      std::string message = first.message;
+      if (errors.size() > 1) message += " (and " + std::to_string(errors.size() - 1) + " more problem(s))";
+      throw Error(static_cast<ErrorCode>(first.code), message, first.file, first.pointer);
+    }
+    if (writer) {
+      std::map<std::string, std::string> meta = {
+          {"generation", generation_name},
+          {"created_at", now_iso8601()},
+          {"fingerprint", fingerprint.hex()},
+          {"store_format", std::to_string(detail::kStoreFormat)},
+          {"records", std::to_string(report.records)},
+          {"warnings", std::to_string(warnings.size())},
+      };
+      writer->finish(meta, roots);
+      writer.reset();
+      {
+        std::ofstream out(staging + "/FINGERPRINT");
+        out << fingerprint.hex() << "\n";
+      }
+      // Test hook: simulate a crash between a complete staging generation and the switch.
+      if (const char* fail = std::getenv("KWIKI_TEST_FAIL_BEFORE_SWITCH"); fail && *fail == '1')
+        throw Error(ErrorCode::kIo, "injected failure before the generation switch (KWIKI_TEST_FAIL_BEFORE_SWITCH)");
+      detail::publish_generation(options.index_dir, staging, generation_name);
+      report.generation = generation_name;
+      report.rebuilt = true;
+    }
+  } catch (...) {
+    writer.reset();
+    if (!staging.empty()) detail::remove_tree_quietly(staging);
+    throw;
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return report;
+}
+
+std::string bundled_wiki_dir() {
+  auto is_corpus = [](const std::string& dir) {
+    std::error_code ec;
+    return !dir.empty() && (fs::is_directory(dir + "/hardware_wiki/records", ec) || fs::is_directory(dir + "/kernel_wiki/records", ec));
+  };
+  if (const char* env = std::getenv("KWIKI_BUNDLED_WIKI"); env && *env) return env;
+  // Installed layout: <prefix>/bin/kwiki next to <prefix>/share/kwiki/gpu-wiki.
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::string relative = (exe.parent_path().parent_path() / "share/kwiki/gpu-wiki").string();
+    if (is_corpus(relative)) return relative;
+  }
+  if (is_corpus(KWIKI_INSTALL_WIKI_DIR)) return KWIKI_INSTALL_WIKI_DIR;
+  if (is_corpus(KWIKI_SOURCE_WIKI_DIR)) return KWIKI_SOURCE_WIKI_DIR;
+  return {};
+}
+
+std::string resolve_index_dir(const std::string& cli_value) {
+  if (!cli_value.empty()) return absolute_or_same(cli_value);
+  if (const char* env = std::getenv("KWIKI_INDEX"); env && *env) return absolute_or_same(env);
+  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) return std::string(cache) + "/kwiki/index";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/kwiki/index";
+  return absolute_or_same(".kwiki-index");
+}
+
+bool ensure_index(const std::string& index_dir) {
+  if (detail::read_current_generation(index_dir)) return false;
+  const std::string wiki = bundled_wiki_dir();
+  if (wiki.empty())
+    throw Error(ErrorCode::kIndexMissing,
+                "no index here and no bundled gpu-wiki found; run `kwiki index --wiki DIR --index " + index_dir + "`",
+                index_dir);
+  std::fprintf(stderr, "kwiki: no index at %s; building it from the bundled gpu-wiki (%s)\n", index_dir.c_str(), wiki.c_str());
+  IndexOptions options;
+  options.wiki_roots = {wiki};
+  options.index_dir = index_dir;
+  build_index(options);
+  return true;
+}
+
+}  // namespace kwiki

@@ -1,0 +1,147 @@
+// Read access to the serving index generation: records by id, hardware facts, statistics.
+#include <sqlite3.h>
+
+#include <filesystem>
+
+#include "generation.hpp"
+#include "kwiki/error.hpp"
+#include "kwiki/store.hpp"
+#include "sqlite_check.hpp"
+#include "store_writer.hpp"
+
+namespace kwiki {
+namespace {
+
+constexpr const char* kRecordColumns =
+    "key,id,store,source,schema,type,vendor,arch,product,dsl,operator_family,level,status,applies_to,payload,"
+    "confidence,tier,worth,path,root";
+
+Record record_from_row(const detail::Statement& s) {
+  Record r;
+  r.key = s.text(0);
+  r.id = s.text(1);
+  r.store = s.text(2);
+  r.source = s.text(3);
+  r.schema = s.text(4);
+  r.type = s.text(5);
+  r.vendor = s.text(6);
+  r.arch = s.text(7);
+  r.product = s.text(8);
+  r.dsl = s.text(9);
+  r.operator_family = s.text(10);
+  r.level = s.text(11);
+  r.status = s.text(12);
+  r.applies_to_json = s.text(13);
+  r.payload = s.text(14);
+  r.confidence = s.text(15);
+  r.tier = s.text(16);
+  r.worth = sqlite3_column_double(s.get(), 17);
+  r.path = s.text(18);
+  r.root = s.text(19);
+  return r;
+}
+
+}  // namespace
+
+struct Store::Impl {
+  std::string dir;
+  std::string generation;
+  sqlite3* db = nullptr;
+  ~Impl() {
+    if (db) sqlite3_close(db);
+  }
+};
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+Store Store::open(const std::string& index_dir) {
+  const auto generation = detail::read_current_generation(index_dir);
+  if (!generation)
+    throw Error(ErrorCode::kIndexMissing, "no index here; run `kwiki index --index " + index_dir + "`", index_dir);
+  auto impl = std::make_unique<Impl>();
+  impl->generation = *generation;
+  impl->dir = index_dir + "/" + *generation;
+  const std::string path = impl->dir + "/" + detail::kStoreFile;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error(ErrorCode::kIndexCorrupt, "the serving generation has no store; rebuild with `kwiki index --force`", path);
+  // A published generation never changes: open it immutable, with no locking or journal.
+  const std::string uri = "file:" + path + "?immutable=1";
+  const int rc = sqlite3_open_v2(uri.c_str(), &impl->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  if (rc != SQLITE_OK)
+    throw Error(ErrorCode::kIndexCorrupt, std::string("cannot open the store: ") + sqlite3_errstr(rc) +
+                                              "; rebuild with `kwiki index --force`", path);
+  try {
+    detail::Statement check(impl->db, "SELECT value FROM meta WHERE key='store_format'");
+    if (!check.step() || check.text(0) != std::to_string(detail::kStoreFormat))
+      throw Error(ErrorCode::kIndexCorrupt, "index was written by another kwiki version; rebuild with `kwiki index --force`", path);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kIndexCorrupt, std::string(e.what()), path);
+  }
+  return Store(std::move(impl));
+}
+
+std::optional<Record> Store::get(std::string_view key) const {
+  const std::string sql = std::string("SELECT ") + kRecordColumns + " FROM records WHERE key=?1";
+  detail::Statement s(impl_->db, sql.c_str());
+  s.bind(1, std::string(key));
+  if (s.step()) return record_from_row(s);
+  // A bare id may name a record of the private store only.
+  const std::string by_id = std::string("SELECT ") + kRecordColumns + " FROM records WHERE id=?1 ORDER BY store LIMIT 1";
+  detail::Statement t(impl_->db, by_id.c_str());
+  t.bind(1, std::string(key));
+  if (t.step()) return record_from_row(t);
+  return std::nullopt;
+}
+
+std::vector<HardwareFact> Store::facts(std::string_view key) const {
+  detail::Statement s(impl_->db, "SELECT path,value,number,unit,evidence FROM hw_facts WHERE key=?1 ORDER BY path");
+  s.bind(1, std::string(key));
+  std::vector<HardwareFact> out;
+  while (s.step()) {
+    HardwareFact f;
+    f.path = s.text(0);
+    f.value_json = s.text(1);
+    f.is_number = sqlite3_column_type(s.get(), 2) != SQLITE_NULL;
+    f.number = sqlite3_column_double(s.get(), 2);
+    f.unit = s.text(3);
+    f.evidence = s.text(4);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+StoreStats Store::stats() const {
+  StoreStats st;
+  st.generation = impl_->generation;
+  {
+    detail::Statement m(impl_->db, "SELECT key,value FROM meta");
+    while (m.step()) {
+      if (m.text(0) == "created_at") st.created_at = m.text(1);
+      if (m.text(0) == "warnings") st.warnings = std::stoul(m.text(1));
+    }
+  }
+  auto count_by = [&](const char* column, std::map<std::string, std::size_t>& out) {
+    const std::string sql = std::string("SELECT coalesce(") + column + ",'-'),count(*) FROM records GROUP BY 1 ORDER BY 1";
+    detail::Statement s(impl_->db, sql.c_str());
+    while (s.step()) out[s.text(0)] = static_cast<std::size_t>(sqlite3_column_int64(s.get(), 1));
+  };
+  count_by("store", st.by_store);
+  count_by("type", st.by_type);
+  count_by("vendor", st.by_vendor);
+  count_by("arch", st.by_arch);
+  count_by("source", st.by_source);
+  for (const auto& [k, v] : st.by_store) st.records += v;
+  detail::Statement r(impl_->db, "SELECT store,path,records FROM roots ORDER BY rowid");
+  while (r.step()) st.roots.push_back({r.text(0), r.text(1), static_cast<std::size_t>(sqlite3_column_int64(r.get(), 2))});
+  return st;
+}
+
+const std::string& Store::generation_dir() const { return impl_->dir; }
+const std::string& Store::generation() const { return impl_->generation; }
+sqlite3* Store::sqlite() const { return impl_->db; }
+
+}  // namespace kwiki

@@ -1,0 +1,267 @@
+// Writes one index generation: the SQLite structured store and the Xapian full-text database.
+#include "store_writer.hpp"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <unistd.h>
+#include <xapian.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "sqlite_check.hpp"
+
+namespace kwiki::detail {
+namespace {
+
+constexpr const char* kSchemaSql = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE roots(store TEXT NOT NULL, path TEXT NOT NULL, records INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE records(
+  key TEXT PRIMARY KEY, id TEXT NOT NULL, store TEXT NOT NULL, source TEXT NOT NULL, schema TEXT NOT NULL,
+  type TEXT NOT NULL, vendor TEXT, arch TEXT, product TEXT, dsl TEXT, operator_family TEXT, level TEXT,
+  status TEXT, applies_to TEXT NOT NULL, payload TEXT NOT NULL, confidence TEXT, tier TEXT, worth REAL,
+  path TEXT NOT NULL, root TEXT NOT NULL, docid INTEGER NOT NULL);
+CREATE TABLE scopes(key TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL);
+CREATE TABLE hw_facts(key TEXT NOT NULL, product TEXT, path TEXT NOT NULL, value TEXT NOT NULL, number REAL,
+  unit TEXT, evidence TEXT);
+CREATE TABLE aliases(alias TEXT NOT NULL, kind TEXT NOT NULL, target TEXT NOT NULL, key TEXT NOT NULL);
+CREATE TABLE warnings(file TEXT NOT NULL, pointer TEXT, message TEXT NOT NULL);
+)sql";
+
+constexpr const char* kIndexSql = R"sql(
+CREATE INDEX scopes_by_value ON scopes(field, value);
+CREATE INDEX scopes_by_key ON scopes(key);
+CREATE INDEX hw_facts_by_product ON hw_facts(product, path);
+CREATE INDEX hw_facts_by_key ON hw_facts(key, path);
+CREATE INDEX aliases_by_alias ON aliases(alias, kind);
+CREATE INDEX records_by_id ON records(id);
+)sql";
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// Aliases are matched after normalization: lowercase, spaces/underscores as '-'.
+std::string normalize_alias(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c)) out += static_cast<char>(std::tolower(c));
+    else if (!out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+void fsync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+struct StoreWriter::Impl {
+  std::string dir;
+  sqlite3* db = nullptr;
+  Xapian::WritableDatabase xapian;
+  Xapian::TermGenerator generator;
+  std::unique_ptr<Statement> insert_record, insert_scope, insert_fact, insert_alias, insert_warning;
+};
+
+StoreWriter::StoreWriter(const std::string& generation_dir) : impl_(std::make_unique<Impl>()) {
+  impl_->dir = generation_dir;
+  const std::string db_path = generation_dir + "/" + kStoreFile;
+  KWIKI_SQLITE_CHECK(impl_->db, sqlite3_open_v2(db_path.c_str(), &impl_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr),
+                     ErrorCode::kIo);
+  // A generation is written once by one process and published only after finish(): no journal.
+  exec_sql(impl_->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=8192;");
+  exec_sql(impl_->db, kSchemaSql);
+  exec_sql(impl_->db, "BEGIN");
+  impl_->insert_record = std::make_unique<Statement>(impl_->db,
+      "INSERT INTO records VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)");
+  impl_->insert_scope = std::make_unique<Statement>(impl_->db, "INSERT INTO scopes VALUES(?1,?2,?3)");
+  impl_->insert_fact = std::make_unique<Statement>(impl_->db, "INSERT INTO hw_facts VALUES(?1,?2,?3,?4,?5,?6,?7)");
+  impl_->insert_alias = std::make_unique<Statement>(impl_->db, "INSERT INTO aliases VALUES(?1,?2,?3,?4)");
+  impl_->insert_warning = std::make_unique<Statement>(impl_->db, "INSERT INTO warnings VALUES(?1,?2,?3)");
+  try {
+    impl_->xapian = Xapian::WritableDatabase(generation_dir + "/" + kXapianDir, Xapian::DB_CREATE_OR_OVERWRITE);
+  } catch (const Xapian::Error& e) {
+    throw Error(ErrorCode::kIo, "cannot create the full-text index: " + e.get_description(), generation_dir);
+  }
+  impl_->generator.set_stemmer(Xapian::Stem("english"));
+  impl_->generator.set_stemming_strategy(Xapian::TermGenerator::STEM_SOME);
+}
+
+StoreWriter::~StoreWriter() {
+  impl_->insert_record.reset();
+  impl_->insert_scope.reset();
+  impl_->insert_fact.reset();
+  impl_->insert_alias.reset();
+  impl_->insert_warning.reset();
+  if (impl_->db) sqlite3_close(impl_->db);
+}
+
+void StoreWriter::add(const Record& r, const std::vector<HardwareFact>& facts) {
+  Xapian::docid docid = 0;
+  try {
+    Xapian::Document doc;
+    doc.set_data(r.key);
+    doc.add_value(term::kSlotKey, r.key);
+    doc.add_value(term::kSlotWorth, Xapian::sortable_serialise(r.worth));
+    doc.add_boolean_term(std::string(term::kId) + r.key);
+    auto add_term = [&](const char* prefix, const std::string& value) {
+      if (!value.empty()) doc.add_boolean_term(prefix + lower(value));
+    };
+    add_term(term::kType, r.type);
+    add_term(term::kVendor, r.vendor);
+    add_term(term::kArch, r.arch);
+    add_term(term::kDsl, r.dsl);
+    add_term(term::kStore, r.store);
+    add_term(term::kSource, r.source);
+    add_term(term::kWorkload, r.workload_family);
+    for (const auto& v : r.operators) add_term(term::kOperator, v);
+    for (const auto& v : r.symptoms) add_term(term::kSymptom, v);
+    for (const auto& v : r.tags) add_term(term::kTag, v);
+    for (const auto& v : r.products) add_term(term::kProduct, v);
+    impl_->generator.set_document(doc);
+    // Title-like text weighs three times the body; the id's words count as title.
+    std::string id_words = r.id;
+    std::replace_if(id_words.begin(), id_words.end(), [](char c) { return c == '.' || c == '-' || c == '_'; }, ' ');
+    impl_->generator.index_text(id_words, 2);
+    impl_->generator.increase_termpos();
+    impl_->generator.index_text(r.title_text, 3);
+    impl_->generator.increase_termpos();
+    std::string tag_words;
+    for (const auto& t : r.tags) tag_words += t + " ";
+    for (const auto& t : r.operators) tag_words += t + " ";
+    for (const auto& t : r.symptoms) tag_words += t + " ";
+    impl_->generator.index_text(tag_words, 2);
+    impl_->generator.increase_termpos();
+    impl_->generator.index_text(r.body_text);
+    docid = impl_->xapian.add_document(doc);
+  } catch (const Xapian::Error& e) {
+    throw Error(ErrorCode::kIo, "full-text indexing failed: " + e.get_description(), r.root + "/" + r.path);
+  }
+
+  Statement& s = *impl_->insert_record;
+  s.bind(1, r.key);
+  s.bind(2, r.id);
+  s.bind(3, r.store);
+  s.bind(4, r.source);
+  s.bind(5, r.schema);
+  s.bind(6, r.type);
+  s.bind(7, r.vendor, true);
+  s.bind(8, r.arch, true);
+  s.bind(9, r.product, true);
+  s.bind(10, r.dsl, true);
+  s.bind(11, r.operator_family, true);
+  s.bind(12, r.level, true);
+  s.bind(13, r.status, true);
+  s.bind(14, r.applies_to_json);
+  s.bind(15, r.payload);
+  s.bind(16, r.confidence, true);
+  s.bind(17, r.tier, true);
+  s.bind(18, r.worth);
+  s.bind(19, r.path);
+  s.bind(20, r.root);
+  s.bind(21, static_cast<long long>(docid));
+  s.step();
+  s.reset();
+
+  auto scope = [&](const char* field, const std::vector<std::string>& values) {
+    for (const auto& v : values) {
+      impl_->insert_scope->bind(1, r.key);
+      impl_->insert_scope->bind(2, std::string(field));
+      impl_->insert_scope->bind(3, v);
+      impl_->insert_scope->step();
+      impl_->insert_scope->reset();
+    }
+  };
+  scope("operator", r.operators);
+  scope("symptom", r.symptoms);
+  scope("tag", r.tags);
+  scope("product", r.products);
+
+  for (const auto& f : facts) {
+    Statement& fs = *impl_->insert_fact;
+    fs.bind(1, r.key);
+    fs.bind(2, r.product, true);
+    fs.bind(3, f.path);
+    fs.bind(4, f.value_json);
+    if (f.is_number) fs.bind(5, f.number);
+    fs.bind(6, f.unit, true);
+    fs.bind(7, f.evidence, true);
+    fs.step();
+    fs.reset();
+  }
+  if (r.type == "spec-sheet" && !r.product.empty()) {
+    std::vector<std::string> names = r.aliases;
+    names.push_back(r.product);
+    std::sort(names.begin(), names.end());
+    std::string last;
+    for (const auto& name : names) {
+      const std::string alias = normalize_alias(name);
+      if (alias.empty() || alias == last) continue;
+      last = alias;
+      Statement& as = *impl_->insert_alias;
+      as.bind(1, alias);
+      as.bind(2, std::string("product"));
+      as.bind(3, r.product);
+      as.bind(4, r.key);
+      as.step();
+      as.reset();
+    }
+  }
+}
+
+void StoreWriter::add_warning(const Diagnostic& w) {
+  Statement& s = *impl_->insert_warning;
+  s.bind(1, w.file);
+  s.bind(2, w.pointer, true);
+  s.bind(3, w.message);
+  s.step();
+  s.reset();
+}
+
+void StoreWriter::finish(const std::map<std::string, std::string>& meta,
+                         const std::vector<std::pair<std::string, std::string>>& roots_by_store) {
+  {
+    Statement m(impl_->db, "INSERT INTO meta VALUES(?1,?2)");
+    for (const auto& [k, v] : meta) {
+      m.bind(1, k);
+      m.bind(2, v);
+      m.step();
+      m.reset();
+    }
+    Statement roots(impl_->db,
+                    "INSERT INTO roots VALUES(?1,?2,(SELECT count(*) FROM records WHERE store=?1 AND root=?2))");
+    for (const auto& [store, path] : roots_by_store) {
+      roots.bind(1, store);
+      roots.bind(2, path);
+      roots.step();
+      roots.reset();
+    }
+  }
+  exec_sql(impl_->db, kIndexSql);
+  exec_sql(impl_->db, "COMMIT");
+  impl_->insert_record.reset();
+  impl_->insert_scope.reset();
+  impl_->insert_fact.reset();
+  impl_->insert_alias.reset();
+  impl_->insert_warning.reset();
+  KWIKI_SQLITE_CHECK(impl_->db, sqlite3_close(impl_->db), ErrorCode::kIo);
+  impl_->db = nullptr;
+  fsync_path(impl_->dir + "/" + kStoreFile);
+  try {
+    impl_->xapian.commit();  // Xapian syncs its own files on commit.
+    impl_->xapian.close();
+  } catch (const Xapian::Error& e) {
+    throw Error(ErrorCode::kIo, "full-text index commit failed: " + e.get_description(), impl_->dir);
+  }
+}
+
+}  // namespace kwiki::detail

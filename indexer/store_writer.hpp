@@ -1,0 +1,58 @@
+// Writes one index generation: the SQLite structured store and the Xapian full-text database.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kwiki/indexer.hpp"
+#include "kwiki/record.hpp"
+
+namespace kwiki::detail {
+
+/// File names inside a generation folder.
+inline constexpr const char* kStoreFile = "store.sqlite";
+inline constexpr const char* kXapianDir = "xapian";
+/// Version of the on-disk layout; bump when the store schema changes.
+inline constexpr int kStoreFormat = 1;
+
+/// Xapian boolean term prefixes and value slots, shared by the writer and the query engine.
+namespace term {
+inline constexpr const char* kId = "Q";
+inline constexpr const char* kType = "XT";
+inline constexpr const char* kVendor = "XV";
+inline constexpr const char* kArch = "XA";
+inline constexpr const char* kDsl = "XD";
+inline constexpr const char* kOperator = "XO";
+inline constexpr const char* kSymptom = "XS";
+inline constexpr const char* kTag = "XK";
+inline constexpr const char* kProduct = "XP";
+inline constexpr const char* kWorkload = "XW";
+inline constexpr const char* kStore = "XR";
+inline constexpr const char* kSource = "XC";
+inline constexpr unsigned kSlotKey = 0;
+inline constexpr unsigned kSlotWorth = 1;
+}  // namespace term
+
+/// Accumulates records into a new generation folder. Not thread-safe.
+class StoreWriter {
+ public:
+  /// Creates the store files inside `generation_dir` (which must exist and be empty).
+  explicit StoreWriter(const std::string& generation_dir);
+  ~StoreWriter();
+
+  /// Adds one record and its hardware facts.
+  void add(const Record& record, const std::vector<HardwareFact>& facts);
+  /// Records a validation warning so `kwiki stats` can show it.
+  void add_warning(const Diagnostic& warning);
+  /// Writes metadata, indexes, commits and syncs everything to disk.
+  void finish(const std::map<std::string, std::string>& meta,
+              const std::vector<std::pair<std::string, std::string>>& roots_by_store);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kwiki::detail
