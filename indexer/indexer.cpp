@@ -12,6 +12,14 @@
 #include <map>
 #include <sstream>
 #include <unordered_map>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <xapian.h>
 
 #include "corpus_walk.hpp"
 #include "generation.hpp"
@@ -86,6 +94,100 @@ Diagnostic diagnostic_from(const Error& e) {
   return {e.file(), e.pointer(), e.what(), true, static_cast<int>(e.code())};
 }
 
+
+// Reads, validates and tokenizes records on worker threads, a bounded window ahead of the
+// consumer, which takes results strictly in file order.
+class RecordPipeline {
+ public:
+  struct Result {
+    std::optional<detail::BuiltRecord> built;
+    std::optional<Xapian::Document> document;
+    std::vector<Diagnostic> warnings;
+    std::exception_ptr failure;
+  };
+
+  RecordPipeline(const std::vector<RecordFile>& files, const detail::SchemaValidator& validator,
+                 std::size_t max_bytes, bool make_documents)
+      : files_(files), validator_(validator), max_bytes_(max_bytes), make_documents_(make_documents),
+        slots_(files.size()), ready_(files.size(), 0) {
+    const unsigned workers = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+    for (unsigned w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
+  }
+  ~RecordPipeline() { stop(); }
+
+  /// Blocks until record i is processed, then hands its result over.
+  Result take(std::size_t i) {
+    std::unique_lock lock(mutex_);
+    done_cv_.wait(lock, [&] { return ready_[i] != 0; });
+    Result result = std::move(slots_[i]);
+    consumed_ = i + 1;
+    lock.unlock();
+    room_cv_.notify_all();
+    return result;
+  }
+
+  /// Stops the workers (idempotent).
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    room_cv_.notify_all();
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  static constexpr std::size_t kWindow = 512;  // bounds memory: at most this many results wait
+
+  void work() {
+    Xapian::TermGenerator generator = detail::make_term_generator();
+    for (;;) {
+      const std::size_t i = next_.fetch_add(1);
+      if (i >= files_.size()) return;
+      {
+        std::unique_lock lock(mutex_);
+        room_cv_.wait(lock, [&] { return stopping_ || i < consumed_ + kWindow; });
+        if (stopping_) return;
+      }
+      Result result;
+      try {
+        const RecordFile& file = files_[i];
+        const std::string text = read_file(file, max_bytes_);
+        detail::RecordLocation where{file.path, file.rel_path, file.root, file.source, file.internal};
+        result.built = detail::build_record(validator_, text, where, result.warnings);
+        if (make_documents_) result.document = detail::make_search_document(result.built->record, generator);
+        if (result.built->record.body_text.size() > 0) {
+          // The consumer never needs the search text again.
+          std::string().swap(result.built->record.body_text);
+          std::string().swap(result.built->record.title_text);
+        }
+      } catch (...) {
+        result.failure = std::current_exception();
+      }
+      {
+        std::lock_guard lock(mutex_);
+        slots_[i] = std::move(result);
+        ready_[i] = 1;
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  const std::vector<RecordFile>& files_;
+  const detail::SchemaValidator& validator_;
+  const std::size_t max_bytes_;
+  const bool make_documents_;
+  std::vector<Result> slots_;
+  std::vector<char> ready_;
+  std::atomic<std::size_t> next_{0};
+  std::size_t consumed_ = 0;
+  bool stopping_ = false;
+  std::mutex mutex_;
+  std::condition_variable done_cv_, room_cv_;
+  std::vector<std::thread> threads_;
+};
+
 }  // namespace
 
 IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* diagnostics_out) {
@@ -148,24 +250,26 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
   std::vector<Diagnostic> warnings;
   std::unordered_map<std::string, std::string> key_to_path;
   key_to_path.reserve(files.size());
+  // Workers read, validate and tokenize records ahead of this thread, which adds them to the
+  // store in file order (so docids, and everything ranked by them, are deterministic).
+  RecordPipeline pipeline(files, validator, options.max_record_bytes, !options.check_only);
   try {
     for (std::size_t i = 0; i < files.size(); ++i) {
       const RecordFile& file = files[i];
       if (options.progress && (i % 256 == 0 || i + 1 == files.size())) options.progress(i + 1, files.size());
+      RecordPipeline::Result result = pipeline.take(i);
       try {
-        const std::string text = read_file(file, options.max_record_bytes);
-        detail::RecordLocation where{file.path, file.rel_path, file.root, file.source, file.internal};
-        std::vector<Diagnostic> record_warnings;
-        detail::BuiltRecord built = detail::build_record(validator, text, where, record_warnings);
+        if (result.failure) std::rethrow_exception(result.failure);
+        detail::BuiltRecord& built = *result.built;
         auto [it, inserted] = key_to_path.emplace(built.record.key, file.path);
         if (!inserted)
           throw Error(ErrorCode::kDuplicateId, "duplicate id \"" + built.record.id + "\", also in " + it->second +
                                                    "; give one of them a new id", file.path, "/id");
-        for (auto& w : record_warnings) {
+        for (auto& w : result.warnings) {
           if (writer) writer->add_warning(w);
           warnings.push_back(std::move(w));
         }
-        if (writer && errors.empty()) writer->add(built.record, built.facts);
+        if (writer && errors.empty()) writer->add(built.record, *result.document, built.facts);
         ++report.by_store[built.record.store];
         ++report.records;
       } catch (const Error& e) {
@@ -174,6 +278,7 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
         if (errors.size() >= kMaxReportedErrors) break;
       }
     }
+    pipeline.stop();
     if (options.strict && errors.empty()) {
       for (const auto& w : warnings) {
         Diagnostic d = w;
@@ -216,6 +321,7 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
       report.rebuilt = true;
     }
   } catch (...) {
+    pipeline.stop();
     writer.reset();
     if (!staging.empty()) detail::remove_tree_quietly(staging);
     throw;

@@ -36,7 +36,10 @@ void collect_text(const json& value, std::string& out) {
     for (const auto& v : value) collect_text(v, out);
   } else if (value.is_object()) {
     for (const auto& [k, v] : value.items()) {
-      if (k == "provenance" || k == "provenance_overrides" || k == "format") continue;
+      // Code is served, not searched: its tokens drown the prose that says when it applies.
+      if (k == "provenance" || k == "provenance_overrides" || k == "format" || k == "snippet" ||
+          k == "dispatch_snippet" || k == "source_text")
+        continue;
       collect_text(v, out);
     }
   } else if (value.is_number()) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 
 #include "sqlite_check.hpp"
 
@@ -68,7 +69,6 @@ struct StoreWriter::Impl {
   std::string dir;
   sqlite3* db = nullptr;
   Xapian::WritableDatabase xapian;
-  Xapian::TermGenerator generator;
   std::unique_ptr<Statement> insert_record, insert_scope, insert_fact, insert_alias, insert_warning;
 };
 
@@ -88,12 +88,10 @@ StoreWriter::StoreWriter(const std::string& generation_dir) : impl_(std::make_un
   impl_->insert_alias = std::make_unique<Statement>(impl_->db, "INSERT INTO aliases VALUES(?1,?2,?3,?4)");
   impl_->insert_warning = std::make_unique<Statement>(impl_->db, "INSERT INTO warnings VALUES(?1,?2,?3)");
   try {
-    impl_->xapian = Xapian::WritableDatabase(generation_dir + "/" + kXapianDir, Xapian::DB_CREATE_OR_OVERWRITE);
+    impl_->xapian = Xapian::WritableDatabase(generation_dir + "/" + kXapianDir, Xapian::DB_CREATE_OR_OVERWRITE | Xapian::DB_NO_SYNC | Xapian::DB_DANGEROUS | Xapian::DB_NO_TERMLIST);
   } catch (const Xapian::Error& e) {
     throw Error(ErrorCode::kIo, "cannot create the full-text index: " + e.get_description(), generation_dir);
   }
-  impl_->generator.set_stemmer(Xapian::Stem("english"));
-  impl_->generator.set_stemming_strategy(Xapian::TermGenerator::STEM_SOME);
 }
 
 StoreWriter::~StoreWriter() {
@@ -105,44 +103,53 @@ StoreWriter::~StoreWriter() {
   if (impl_->db) sqlite3_close(impl_->db);
 }
 
-void StoreWriter::add(const Record& r, const std::vector<HardwareFact>& facts) {
+Xapian::TermGenerator make_term_generator() {
+  Xapian::TermGenerator generator;
+  generator.set_stemmer(Xapian::Stem("english"));
+  generator.set_stemming_strategy(Xapian::TermGenerator::STEM_ALL);
+  return generator;
+}
+
+Xapian::Document make_search_document(const Record& r, Xapian::TermGenerator& generator) {
+  Xapian::Document doc;
+  doc.set_data(r.key);
+  doc.add_value(term::kSlotKey, r.key);
+  doc.add_value(term::kSlotWorth, Xapian::sortable_serialise(r.worth));
+  doc.add_boolean_term(std::string(term::kId) + r.key);
+  auto add_term = [&](const char* prefix, const std::string& value) {
+    if (!value.empty()) doc.add_boolean_term(prefix + lower(value));
+  };
+  add_term(term::kType, r.type);
+  add_term(term::kVendor, r.vendor);
+  add_term(term::kArch, r.arch);
+  add_term(term::kDsl, r.dsl);
+  add_term(term::kStore, r.store);
+  add_term(term::kSource, r.source);
+  add_term(term::kWorkload, r.workload_family);
+  for (const auto& v : r.operators) add_term(term::kOperator, v);
+  for (const auto& v : r.symptoms) add_term(term::kSymptom, v);
+  for (const auto& v : r.tags) add_term(term::kTag, v);
+  for (const auto& v : r.products) add_term(term::kProduct, v);
+  generator.set_document(doc);
+  // Title-like text weighs three times the body; the id's words and the labels count double.
+  // No positions: ranking is BM25 over terms, never phrase search, and positions double the cost.
+  std::string id_words = r.id;
+  std::replace_if(id_words.begin(), id_words.end(), [](char c) { return c == '.' || c == '-' || c == '_'; }, ' ');
+  generator.index_text_without_positions(id_words, 2);
+  generator.index_text_without_positions(r.title_text, 3);
+  std::string label_words;
+  for (const auto& t : r.tags) label_words += t + " ";
+  for (const auto& t : r.operators) label_words += t + " ";
+  for (const auto& t : r.symptoms) label_words += t + " ";
+  generator.index_text_without_positions(label_words, 2);
+  generator.index_text_without_positions(r.body_text);
+  return doc;
+}
+
+void StoreWriter::add(const Record& r, const Xapian::Document& document, const std::vector<HardwareFact>& facts) {
   Xapian::docid docid = 0;
   try {
-    Xapian::Document doc;
-    doc.set_data(r.key);
-    doc.add_value(term::kSlotKey, r.key);
-    doc.add_value(term::kSlotWorth, Xapian::sortable_serialise(r.worth));
-    doc.add_boolean_term(std::string(term::kId) + r.key);
-    auto add_term = [&](const char* prefix, const std::string& value) {
-      if (!value.empty()) doc.add_boolean_term(prefix + lower(value));
-    };
-    add_term(term::kType, r.type);
-    add_term(term::kVendor, r.vendor);
-    add_term(term::kArch, r.arch);
-    add_term(term::kDsl, r.dsl);
-    add_term(term::kStore, r.store);
-    add_term(term::kSource, r.source);
-    add_term(term::kWorkload, r.workload_family);
-    for (const auto& v : r.operators) add_term(term::kOperator, v);
-    for (const auto& v : r.symptoms) add_term(term::kSymptom, v);
-    for (const auto& v : r.tags) add_term(term::kTag, v);
-    for (const auto& v : r.products) add_term(term::kProduct, v);
-    impl_->generator.set_document(doc);
-    // Title-like text weighs three times the body; the id's words count as title.
-    std::string id_words = r.id;
-    std::replace_if(id_words.begin(), id_words.end(), [](char c) { return c == '.' || c == '-' || c == '_'; }, ' ');
-    impl_->generator.index_text(id_words, 2);
-    impl_->generator.increase_termpos();
-    impl_->generator.index_text(r.title_text, 3);
-    impl_->generator.increase_termpos();
-    std::string tag_words;
-    for (const auto& t : r.tags) tag_words += t + " ";
-    for (const auto& t : r.operators) tag_words += t + " ";
-    for (const auto& t : r.symptoms) tag_words += t + " ";
-    impl_->generator.index_text(tag_words, 2);
-    impl_->generator.increase_termpos();
-    impl_->generator.index_text(r.body_text);
-    docid = impl_->xapian.add_document(doc);
+    docid = impl_->xapian.add_document(document);
   } catch (const Xapian::Error& e) {
     throw Error(ErrorCode::kIo, "full-text indexing failed: " + e.get_description(), r.root + "/" + r.path);
   }
@@ -257,11 +264,15 @@ void StoreWriter::finish(const std::map<std::string, std::string>& meta,
   impl_->db = nullptr;
   fsync_path(impl_->dir + "/" + kStoreFile);
   try {
-    impl_->xapian.commit();  // Xapian syncs its own files on commit.
+    impl_->xapian.commit();
     impl_->xapian.close();
   } catch (const Xapian::Error& e) {
     throw Error(ErrorCode::kIo, "full-text index commit failed: " + e.get_description(), impl_->dir);
   }
+  // The database was written with DB_NO_SYNC (one sync here is cheaper than one per flush):
+  // make it durable before the generation can be published.
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(impl_->dir + "/" + kXapianDir, ec)) fsync_path(entry.path().string());
 }
 
 }  // namespace kwiki::detail

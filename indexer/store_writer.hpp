@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <xapian.h>
+
 #include "kwiki/indexer.hpp"
 #include "kwiki/record.hpp"
 
@@ -35,6 +37,13 @@ inline constexpr unsigned kSlotKey = 0;
 inline constexpr unsigned kSlotWorth = 1;
 }  // namespace term
 
+/// Makes the search document of a record (terms, values). Thread-safe when each thread
+/// passes its own generator; the result is handed to StoreWriter::add.
+Xapian::Document make_search_document(const Record& record, Xapian::TermGenerator& generator);
+
+/// A term generator configured the way the index expects (English stemming, no positions).
+Xapian::TermGenerator make_term_generator();
+
 /// Accumulates records into a new generation folder. Not thread-safe.
 class StoreWriter {
  public:
@@ -42,8 +51,8 @@ class StoreWriter {
   explicit StoreWriter(const std::string& generation_dir);
   ~StoreWriter();
 
-  /// Adds one record and its hardware facts.
-  void add(const Record& record, const std::vector<HardwareFact>& facts);
+  /// Adds one record, its search document and its hardware facts.
+  void add(const Record& record, const Xapian::Document& document, const std::vector<HardwareFact>& facts);
   /// Records a validation warning so `kwiki stats` can show it.
   void add_warning(const Diagnostic& warning);
   /// Writes metadata, indexes, commits and syncs everything to disk.
