@@ -82,7 +82,8 @@ int run_index(const IndexArgs& args, const std::string& index_option, const Outp
       std::fprintf(stderr, "kwiki: error: %s: %s%s%s\n", d.file.c_str(), d.pointer.c_str(), d.pointer.empty() ? "" : ": ",
                    d.message.c_str());
     }
-    if (!diagnostics.empty()) std::fprintf(stderr, "kwiki: nothing written; the serving index is unchanged\n");
+    if (shown == 0) std::fprintf(stderr, "kwiki: error: %s\n", e.one_line().c_str());
+    std::fprintf(stderr, "kwiki: nothing written; the serving index is unchanged\n");
     print_line(e.to_json());
     return kwiki::exit_code_for(e.code());
   }

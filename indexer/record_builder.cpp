@@ -231,6 +231,9 @@ void extract_hardware(const json& doc, const RecordLocation& where, BuiltRecord&
   const std::string evidence = string_or_empty(provenance, "evidence_class");
   r.confidence = evidence;
   for (const auto& source : provenance.at("sources")) {
+    // A local note or measurement names itself; a published source must say where it is.
+    const std::string kind = source.value("kind", "");
+    if (kind == "internal-note" || kind == "measurement") continue;
     auto ref = source.find("ref");
     if (ref == source.end() || ref->is_null() || ref->get<std::string>().empty())
       warn(warnings, where, "/provenance/sources", "source \"" + source.value("title", "") + "\" has no URL or section reference");
