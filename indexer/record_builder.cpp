@@ -161,9 +161,17 @@ void flatten_spec_sheet(const json& facts_json, const std::string& record_eviden
     if (it == group.end() || !it->is_number()) return std::nullopt;
     return it->get<double>();
   };
+  // Absent is acceptable only when `unavailable` says so and what to do instead.
+  auto declared_unavailable = [&](const std::string& path) {
+    auto u = facts_json.find("unavailable");
+    return u != facts_json.end() && u->is_object() && u->contains(path);
+  };
   const auto bandwidth = number_at(memory, "bandwidth_tb_s");
-  if (!bandwidth) warn(warnings, where, "/facts/memory/bandwidth_tb_s", "spec sheet has no memory bandwidth; every memory-bound utilization needs it");
-  if (!number_at(memory, "capacity_gb")) warn(warnings, where, "/facts/memory/capacity_gb", "spec sheet has no memory capacity");
+  if (!bandwidth && !declared_unavailable("memory.bandwidth_tb_s"))
+    warn(warnings, where, "/facts/memory/bandwidth_tb_s",
+         "spec sheet has no memory bandwidth (and no `unavailable` entry saying why); every memory-bound utilization needs it");
+  if (!number_at(memory, "capacity_gb") && !declared_unavailable("memory.capacity_gb"))
+    warn(warnings, where, "/facts/memory/capacity_gb", "spec sheet has no memory capacity (and no `unavailable` entry saying why)");
   if (bandwidth && *bandwidth > 0) {
     for (const auto& [dtype, choice] : short_path_row) {
       if (dtype != "bf16" && dtype != "fp16") continue;

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# dev.sh: install kwiki's Debian 12 dependencies (only those missing), build, test, demo.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${KWIKI_BUILD_DIR:-$ROOT/build}
+JOBS=${KWIKI_JOBS:-$(nproc)}
+DEPS=(
+  build-essential cmake ninja-build pkg-config git util-linux
+  libxapian-dev xapian-tools libsqlite3-dev sqlite3 nlohmann-json3-dev libre2-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libvalijson-dev
+)
+
+usage() {
+  cat <<'USAGE'
+usage: scripts/dev.sh COMMAND
+  deps    install the Debian packages kwiki needs (only those missing; uses sudo when not root)
+  build   deps, then configure and build into ./build
+  test    build, then run the whole test suite with ctest (GPU tests skip without a device)
+  demo    build, index the bundled gpu-wiki into the default index, and answer a real request
+USAGE
+}
+
+install_deps() {
+  local missing=()
+  for pkg in "${DEPS[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if ((${#missing[@]} == 0)); then
+    echo "dev.sh: all ${#DEPS[@]} packages present" >&2
+    return
+  fi
+  echo "dev.sh: installing ${missing[*]}" >&2
+  local sudo=()
+  [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() {
+  install_deps
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$BUILD" -j "$JOBS"
+}
+
+case ${1:-} in
+  deps) install_deps ;;
+  build) build ;;
+  test)
+    build
+    ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS"
+    ;;
+  demo)
+    build
+    "$BUILD/cli/kwiki" index --text
+    "$BUILD/cli/kwiki" stats --text
+    "$BUILD/cli/kwiki" get nvidia.hopper.spec-sheet.h200-sxm --text
+    ;;
+  -h | --help | help) usage ;;
+  *) usage >&2; exit 2 ;;
+esac
