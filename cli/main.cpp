@@ -3,12 +3,16 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "kwiki/answer.hpp"
 #include "kwiki/error.hpp"
 #include "kwiki/indexer.hpp"
+#include "kwiki/query.hpp"
 #include "kwiki/store.hpp"
 
 namespace {
@@ -178,6 +182,78 @@ int run_get(const std::vector<std::string>& ids, const std::string& index_option
   return answer.records.empty() ? kExitNothingFound : kExitOk;
 }
 
+// ---- kwiki query ----
+struct QueryArgs {
+  std::string text;
+  std::string intent_file;
+  kwiki::QueryOptions options;
+};
+
+std::optional<nlohmann::json> read_intent_file(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kBadInput, "cannot read the intent file", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(ErrorCode::kInvalidJson, std::string("malformed JSON: ") + e.what(), path);
+  }
+}
+
+kwiki::QueryEngine open_engine(const std::string& index_option) {
+  const std::string dir = kwiki::resolve_index_dir(index_option);
+  kwiki::ensure_index(dir);
+  return kwiki::QueryEngine::open(dir);
+}
+
+int run_query(const QueryArgs& args, const std::string& index_option, const OutputFlags& out) {
+  auto intent = read_intent_file(args.intent_file);
+  if (!intent && args.text.empty()) throw Error(ErrorCode::kUsage, "give a request text or --intent FILE; see kwiki query --help");
+  kwiki::QueryEngine engine = open_engine(index_option);
+  kwiki::QueryResult result;
+  try {
+    result = engine.query(args.text, args.options, intent);
+  } catch (const Error& e) {
+    if (!args.intent_file.empty() && e.code() == ErrorCode::kBadInput && e.file().empty())
+      throw Error(e.code(), e.what(), args.intent_file, e.pointer());
+    throw;
+  }
+  if (out.want_json()) print_line(result.json);
+  else std::fputs(kwiki::render_answer_text(result.answer).c_str(), stdout);
+  return result.exit_code;
+}
+
+// ---- kwiki hw ----
+int run_hw(const std::string& product, const std::string& field, const std::string& vs, const std::string& index_option,
+           const OutputFlags& out) {
+  kwiki::QueryEngine engine = open_engine(index_option);
+  const kwiki::HardwareAnswer hw = engine.hardware(product, field, vs);
+  if (out.want_json()) {
+    print_line(hw.json);
+    return hw.exit_code;
+  }
+  for (const auto& f : hw.facts) {
+    std::printf("%-12s %-44s %s %s  [%s:%s, %s]\n", f.product.c_str(), f.field.c_str(), f.value.dump().c_str(), f.unit.c_str(),
+                f.record.c_str(), f.field.c_str(), f.evidence.c_str());
+  }
+  if (hw.comparison.is_array())
+    for (const auto& row : hw.comparison) std::printf("vs: %s\n", row.dump().c_str());
+  for (const auto& n : hw.answer.notes) std::printf("note: %s\n", n.c_str());
+  return hw.exit_code;
+}
+
+// ---- kwiki feedback ----
+int run_feedback(const std::string& query_id, const std::string& id, const std::string& outcome, const std::string& index_option,
+                 const OutputFlags& out) {
+  kwiki::QueryEngine engine = open_engine(index_option);
+  engine.feedback(query_id, id, outcome);
+  if (out.want_json()) print_line(ordered_json({{"query_id", query_id}, {"id", id}, {"outcome", outcome}, {"recorded", true}}).dump());
+  else std::printf("recorded %s for %s in %s\n", outcome.c_str(), id.c_str(), query_id.c_str());
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -209,7 +285,28 @@ int main(int argc, char** argv) {
   auto* get = app.add_subcommand("get", "records by id, in the answer shape (payloads byte-identical to the stored ones)");
   get->add_option("ids", get_ids, "record ids (internal ones as internal_gpu_wiki::<id>)")->required();
 
-  for (auto* sub : {index, stats, get}) {
+  QueryArgs query_args;
+  auto* query = app.add_subcommand("query", "answer a natural-language request from the knowledge base");
+  query->add_option("text", query_args.text, "the request, in prose (quote it)");
+  query->add_flag("--brief", query_args.options.brief, "elide long payload fields (listed in payload.omitted_by_brief)");
+  query->add_option("--max-bytes", query_args.options.max_bytes, "hard limit on the answer's size in bytes (>= 256)");
+  query->add_option("--max-records", query_args.options.max_records, "at most this many records (default 20)");
+  query->add_flag("--explain", query_args.options.explain, "add the extracted intent and score parts under \"explain\"");
+  query->add_option("--intent", query_args.intent_file, "replay an upstream 8-slot intent JSON file instead of extracting one");
+
+  std::string hw_product, hw_field, hw_vs;
+  auto* hw = app.add_subcommand("hw", "exact hardware facts of a product, with their sources");
+  hw->add_option("--product", hw_product, "product, in any usual spelling (H200, \"h200 sxm\", MI300X)")->required();
+  hw->add_option("--field", hw_field, "dot path, e.g. peak_compute.bf16.dense, memory.bandwidth_tb_s, roofline");
+  hw->add_option("--vs", hw_vs, "a second product: both values and the ratio for every shared numeric field");
+
+  std::string fb_query, fb_id, fb_outcome;
+  auto* feedback = app.add_subcommand("feedback", "record what a served record did for you (feeds ranking)");
+  feedback->add_option("query_id", fb_query, "the query_id of the answer")->required();
+  feedback->add_option("id", fb_id, "a record id that answer served")->required();
+  feedback->add_option("--outcome", fb_outcome, "served | applied | effective | ineffective")->required();
+
+  for (auto* sub : {index, stats, get, query, hw, feedback}) {
     sub->add_option("--index", index_option, "index folder");
     sub->add_flag("--json", out.json, "print JSON");
     sub->add_flag("--text", out.text, "print text");
@@ -228,6 +325,9 @@ int main(int argc, char** argv) {
     if (*index) return run_index(index_args, index_option, out);
     if (*stats) return run_stats(index_option, out);
     if (*get) return run_get(get_ids, index_option, out);
+    if (*query) return run_query(query_args, index_option, out);
+    if (*hw) return run_hw(hw_product, hw_field, hw_vs, index_option, out);
+    if (*feedback) return run_feedback(fb_query, fb_id, fb_outcome, index_option, out);
   } catch (const Error& e) {
     return fail(e);
   } catch (const std::exception& e) {

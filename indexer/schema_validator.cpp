@@ -12,8 +12,8 @@
 
 namespace kwiki::detail {
 
-extern const char kHardwareSchemaText[];
-extern const char kKernelSchemaText[];
+extern const char* const kHardwareSchemaText;
+extern const char* const kKernelSchemaText;
 
 struct SchemaValidator::Impl {
   nlohmann::json hardware_doc, kernel_doc;

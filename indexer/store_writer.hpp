@@ -17,7 +17,7 @@ namespace kwiki::detail {
 inline constexpr const char* kStoreFile = "store.sqlite";
 inline constexpr const char* kXapianDir = "xapian";
 /// Version of the on-disk layout; bump when the store schema changes.
-inline constexpr int kStoreFormat = 1;
+inline constexpr int kStoreFormat = 2;
 
 /// Xapian boolean term prefixes and value slots, shared by the writer and the query engine.
 namespace term {
@@ -40,6 +40,10 @@ inline constexpr unsigned kSlotWorth = 1;
 /// Makes the search document of a record (terms, values). Thread-safe when each thread
 /// passes its own generator; the result is handed to StoreWriter::add.
 Xapian::Document make_search_document(const Record& record, Xapian::TermGenerator& generator);
+
+/// The document data of a search hit: key, type, vendor, arch, dsl, products, operators,
+/// symptoms, tags, store; tab-separated, lists comma-separated.
+std::string encode_search_data(const Record& record);
 
 /// A term generator configured the way the index expects (English stemming, no positions).
 Xapian::TermGenerator make_term_generator();

@@ -1,0 +1,168 @@
+// Exact hardware lookups: product spellings to spec sheets, field paths to values.
+#include "hardware_lookup.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "sqlite_check.hpp"
+
+namespace kwiki::detail {
+namespace {
+
+std::string normalize_alias(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c)) out += static_cast<char>(std::tolower(c));
+    else if (!out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+std::optional<std::pair<std::string, std::string>> alias_target(const Store& store, const std::string& alias) {
+  Statement s(store.sqlite(), "SELECT target,key FROM aliases WHERE alias=?1 AND kind='product' ORDER BY key LIMIT 1");
+  s.bind(1, alias);
+  if (!s.step()) return std::nullopt;
+  return std::make_pair(s.text(0), s.text(1));
+}
+
+nlohmann::ordered_json sources_of(const Record& sheet) {
+  try {
+    const auto doc = nlohmann::ordered_json::parse(sheet.payload);
+    return doc.at("provenance").at("sources");
+  } catch (const std::exception&) {
+    return nlohmann::ordered_json::array();
+  }
+}
+
+}  // namespace
+
+ProductResolution resolve_product(const Store& store, const Lexicon& lexicon, const std::string& spelling) {
+  ProductResolution r;
+  if (auto hit = alias_target(store, normalize_alias(spelling))) {
+    r.status = ProductResolution::Status::kRecorded;
+    r.product = hit->first;
+    r.key = hit->second;
+    return r;
+  }
+  // The lexicon knows more spellings than the sheets list, and products no sheet records.
+  const auto tokens = Lexicon::tokenize(spelling);
+  std::string phrase;
+  for (const auto& t : tokens) phrase += (phrase.empty() ? "" : " ") + t;
+  if (const auto* entries = lexicon.lookup(phrase)) {
+    for (const auto& e : *entries) {
+      if (e.kind != LexKind::kProduct) continue;
+      r.product = e.value;
+      r.key = spec_sheet_key(store, e.value);
+      r.status = r.key.empty() ? ProductResolution::Status::kKnownUnrecorded : ProductResolution::Status::kRecorded;
+      return r;
+    }
+  }
+  return r;
+}
+
+std::string spec_sheet_key(const Store& store, const std::string& product) {
+  if (auto hit = alias_target(store, normalize_alias(product))) return hit->second;
+  return {};
+}
+
+std::vector<std::string> recorded_products(const Store& store) {
+  Statement s(store.sqlite(), "SELECT DISTINCT target FROM aliases WHERE kind='product' ORDER BY target");
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
+  return out;
+}
+
+std::vector<std::string> measured_ceiling_keys(const Store& store, const std::string& product) {
+  Statement s(store.sqlite(), "SELECT key FROM records WHERE type='measured-ceiling' AND product=?1 ORDER BY key");
+  s.bind(1, product);
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
+  return out;
+}
+
+std::vector<FactAnswer> lookup_fields(const Store& store, const Record& sheet, const std::string& field) {
+  const std::vector<HardwareFact> facts = store.facts(sheet.key);
+  const nlohmann::ordered_json sources = sources_of(sheet);
+  auto make = [&](const HardwareFact& f) {
+    FactAnswer a;
+    a.product = sheet.product;
+    a.record = sheet.id;
+    a.field = f.path;
+    a.value = nlohmann::ordered_json::parse(f.value_json);
+    a.unit = f.unit;
+    a.evidence = f.evidence;
+    a.sources = sources;
+    return a;
+  };
+  std::vector<FactAnswer> out;
+  if (field == "roofline") {
+    const HardwareFact* bandwidth = nullptr;
+    for (const auto& f : facts)
+      if (f.path == "memory.bandwidth_tb_s" && f.is_number) bandwidth = &f;
+    for (const auto& f : facts) {
+      // Short paths peak_compute.<dtype>.dense name the matrix-unit row.
+      if (!f.is_number || f.path.rfind("peak_compute.", 0) != 0 || !f.path.ends_with(".dense")) continue;
+      if (std::count(f.path.begin(), f.path.end(), '.') != 2) continue;
+      out.push_back(make(f));
+      if (bandwidth && bandwidth->number > 0) {
+        const std::string dtype = f.path.substr(13, f.path.size() - 13 - 6);
+        FactAnswer ridge = make(f);
+        ridge.field = "roofline.ridge_point." + dtype;
+        ridge.value = f.number / bandwidth->number;  // TFLOP/s over TB/s = FLOP per byte
+        ridge.unit = "FLOP/byte";
+        ridge.derivation = f.path + " / memory.bandwidth_tb_s";
+        out.push_back(std::move(ridge));
+      }
+    }
+    if (bandwidth) out.push_back(make(*bandwidth));
+    return out;
+  }
+  for (const auto& f : facts) {
+    if (f.path.rfind("unavailable.", 0) == 0) continue;
+    if (f.path == field || (f.path.size() > field.size() && f.path.rfind(field + ".", 0) == 0)) out.push_back(make(f));
+  }
+  if (out.empty()) {
+    for (const auto& f : facts) {
+      if (f.path != "unavailable." + field && f.path != "unavailable." + field.substr(0, field.rfind('.')) + ".*") continue;
+      FactAnswer a = make(f);
+      a.field = field;
+      a.value = nullptr;
+      a.unit.clear();
+      a.derivation = nlohmann::json::parse(f.value_json).get<std::string>();
+      out.push_back(std::move(a));
+      break;
+    }
+  }
+  return out;
+}
+
+std::string not_recorded_note(const Lexicon& lexicon, const std::string& product, const std::vector<std::string>& recorded) {
+  std::string list;
+  for (const auto& p : recorded) list += (list.empty() ? "" : ", ") + p;
+  return "product " + product + " is known but not recorded: " + lexicon.not_recorded_procedure() + " Recorded products: " + list + ".";
+}
+
+nlohmann::ordered_json facts_to_json(const std::vector<FactAnswer>& facts) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& f : facts) {
+    nlohmann::ordered_json j;
+    j["product"] = f.product;
+    j["field"] = f.field;
+    j["value"] = f.value;
+    j["unit"] = f.unit.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(f.unit);
+    nlohmann::ordered_json provenance;
+    provenance["record"] = f.record;
+    provenance["citation"] = f.record + ":" + (f.derivation.empty() || f.value.is_null() ? f.field : f.derivation);
+    provenance["evidence_class"] = f.evidence;
+    provenance["sources"] = f.sources;
+    if (!f.derivation.empty()) provenance[f.value.is_null() ? "unavailable" : "derivation"] = f.derivation;
+    j["provenance"] = provenance;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace kwiki::detail

@@ -1,0 +1,45 @@
+// Exact hardware lookups: product spellings to spec sheets, field paths to values.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kwiki/query.hpp"
+#include "kwiki/store.hpp"
+#include "lexicon.hpp"
+
+namespace kwiki::detail {
+
+/// How a product spelling resolved.
+struct ProductResolution {
+  enum class Status { kRecorded, kKnownUnrecorded, kUnknown } status = Status::kUnknown;
+  std::string product;  ///< canonical slug when known
+  std::string key;      ///< spec-sheet record key when recorded
+};
+
+/// Resolves a spelling ("H200 SXM", "h200-141gb", "mi300x") against the store's aliases, then
+/// the lexicon. Never guesses a sibling: an unrecorded product stays unrecorded.
+ProductResolution resolve_product(const Store& store, const Lexicon& lexicon, const std::string& spelling);
+
+/// Spec-sheet record key of a canonical product slug, or "".
+std::string spec_sheet_key(const Store& store, const std::string& product);
+
+/// Canonical slugs of every recorded product, sorted.
+std::vector<std::string> recorded_products(const Store& store);
+
+/// Keys of the measured-ceiling records of a product, sorted.
+std::vector<std::string> measured_ceiling_keys(const Store& store, const std::string& product);
+
+/// Answers one field (exact path, or every fact under a prefix) of a spec sheet. "roofline"
+/// computes ridge points from the peaks and bandwidth. Empty when the sheet records nothing
+/// there; a field listed under `unavailable` answers null with that text as derivation.
+std::vector<FactAnswer> lookup_fields(const Store& store, const Record& sheet, const std::string& field);
+
+/// The notes text for a product kwiki knows but does not record.
+std::string not_recorded_note(const Lexicon& lexicon, const std::string& product, const std::vector<std::string>& recorded);
+
+/// Renders fact answers as JSON.
+nlohmann::ordered_json facts_to_json(const std::vector<FactAnswer>& facts);
+
+}  // namespace kwiki::detail

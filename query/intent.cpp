@@ -1,0 +1,241 @@
+// Deterministic intent extraction: lexicon phrases by longest match, RE2 for numbers and targets.
+#include "kwiki/intent.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "kwiki/error.hpp"
+#include "lexicon.hpp"
+
+namespace kwiki {
+namespace {
+
+using detail::LexEntry;
+using detail::LexKind;
+using detail::Lexicon;
+
+constexpr std::size_t kMaxRequestBytes = 8192;  // longer requests are read up to here; said in notes
+constexpr std::size_t kMaxFreeTerms = 32;
+
+void push_unique(std::vector<std::string>& list, const std::string& value) {
+  if (!value.empty() && std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+}
+
+// Sets vendor/arch from an architecture family, keeping the first one mentioned.
+void set_arch(Intent& intent, const Lexicon& lex, const std::string& arch) {
+  if (!intent.arch.empty()) return;
+  intent.arch = arch;
+  if (intent.vendor.empty()) intent.vendor = lex.vendor_of_arch(arch);
+}
+
+void apply_entry(Intent& intent, const Lexicon& lex, const LexEntry& e) {
+  switch (e.kind) {
+    case LexKind::kProduct: {
+      push_unique(intent.products, e.value);
+      if (const auto* p = lex.product(e.value)) {
+        set_arch(intent, lex, p->arch);
+        if (intent.vendor.empty()) intent.vendor = p->vendor;
+        if (intent.target.empty()) intent.target = p->target;
+      }
+      break;
+    }
+    case LexKind::kArch: set_arch(intent, lex, e.value); break;
+    case LexKind::kVendor:
+      if (intent.vendor.empty()) intent.vendor = e.value;
+      break;
+    case LexKind::kDsl: push_unique(intent.dsls, e.value); break;
+    case LexKind::kOperator:
+      push_unique(intent.operators, e.value);
+      for (const auto& also : lex.operator_also(e.value)) push_unique(intent.operators, also);
+      break;
+    case LexKind::kDtype: push_unique(intent.dtypes, e.value); break;
+    case LexKind::kSymptom: push_unique(intent.symptoms, e.value); break;
+    case LexKind::kIntent: push_unique(intent.intents, e.value); break;
+    case LexKind::kHardwareField: push_unique(intent.hardware_fields, e.value); break;
+  }
+}
+
+std::string sanitize(std::string_view request, bool& truncated) {
+  truncated = request.size() > kMaxRequestBytes;
+  std::string text(request.substr(0, kMaxRequestBytes));
+  // Control bytes carry no meaning here; they become spaces.
+  for (char& c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return text;
+}
+
+void extract_targets(Intent& intent, const Lexicon& lex, const std::string& lower) {
+  re2::StringPiece input(lower);
+  std::string number, suffix;
+  while (RE2::FindAndConsume(&input, lex.nvidia_target(), &number, &suffix)) {
+    const std::string arch = lex.arch_of_target("nvidia", number);
+    const std::string target = "sm_" + number + suffix;
+    if (intent.target.empty()) intent.target = target;
+    if (intent.vendor.empty()) intent.vendor = "nvidia";
+    if (arch.empty()) {
+      if (intent.unresolved_arch.empty()) intent.unresolved_arch = target;
+    } else {
+      set_arch(intent, lex, arch);
+    }
+  }
+  input = re2::StringPiece(lower);
+  std::string features;
+  while (RE2::FindAndConsume(&input, lex.amd_target(), &number, &features)) {
+    const std::string arch = lex.arch_of_target("amd", number);
+    const std::string target = "gfx" + number + features;
+    if (intent.target.empty()) intent.target = target;
+    if (intent.vendor.empty()) intent.vendor = "amd";
+    if (arch.empty()) {
+      if (intent.unresolved_arch.empty()) intent.unresolved_arch = target;
+    } else {
+      set_arch(intent, lex, arch);
+    }
+  }
+}
+
+void extract_measured(Intent& intent, const Lexicon& lex, const std::string& lower) {
+  for (const auto& pattern : lex.symptom_patterns()) {
+    re2::StringPiece input(lower);
+    std::string number;
+    const char* before = input.data();
+    while (RE2::FindAndConsume(&input, *pattern.re, &number)) {
+      MeasuredSymptom m;
+      m.label = pattern.label;
+      m.value = std::strtod(number.c_str(), nullptr);
+      // The matched text is what the pattern consumed; find it for the explanation.
+      m.text = std::string(before, static_cast<std::size_t>(input.data() - before));
+      while (!m.text.empty() && m.text.front() == ' ') m.text.erase(m.text.begin());
+      const std::size_t cut = m.text.find_last_of(' ', m.text.size() > 40 ? m.text.size() - 40 : 0);
+      if (m.text.size() > 40 && cut != std::string::npos) m.text = m.text.substr(cut + 1);
+      m.applies = (pattern.below < 0 || m.value < pattern.below) && (pattern.above < 0 || m.value > pattern.above);
+      if (m.applies) push_unique(intent.symptoms, m.label);
+      intent.measured.push_back(std::move(m));
+      before = input.data();
+    }
+  }
+}
+
+}  // namespace
+
+bool Intent::hardware_only() const {
+  return wants_hardware() && operators.empty() && symptoms.empty() && dsls.empty() && mnemonics.empty() &&
+         std::none_of(intents.begin(), intents.end(), [](const std::string& i) { return i != "documentation"; });
+}
+
+nlohmann::ordered_json Intent::to_json() const {
+  nlohmann::ordered_json j;
+  j["products"] = products;
+  j["vendor"] = vendor.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(vendor);
+  j["architecture"] = arch.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(arch);
+  j["target"] = target.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(target);
+  if (!unresolved_arch.empty()) j["unresolved_architecture"] = unresolved_arch;
+  j["dsl"] = dsls;
+  j["operators"] = operators;
+  j["dtypes"] = dtypes;
+  j["symptoms"] = symptoms;
+  nlohmann::ordered_json measured_json = nlohmann::ordered_json::array();
+  for (const auto& m : measured)
+    measured_json.push_back({{"text", m.text}, {"label", m.label}, {"value", m.value}, {"applies", m.applies}});
+  j["measured_symptoms"] = measured_json;
+  j["intents"] = intents;
+  j["hardware_requests"] = hardware_fields;
+  j["mnemonics"] = mnemonics;
+  j["shapes"] = shapes;
+  j["free_text_terms"] = free_terms;
+  return j;
+}
+
+Intent extract_intent(std::string_view request) {
+  const Lexicon& lex = Lexicon::embedded();
+  Intent intent;
+  bool truncated = false;
+  const std::string text = sanitize(request, truncated);
+  if (truncated) intent.notes.push_back("request longer than " + std::to_string(kMaxRequestBytes) + " bytes; read the first " +
+                                        std::to_string(kMaxRequestBytes));
+  std::string lower = text;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+
+  extract_targets(intent, lex, lower);
+  extract_measured(intent, lex, lower);
+  {
+    re2::StringPiece input(lower);
+    std::string mnemonic;
+    while (RE2::FindAndConsume(&input, lex.mnemonic(), &mnemonic)) push_unique(intent.mnemonics, mnemonic);
+    input = re2::StringPiece(lower);
+    std::string shape;
+    while (RE2::FindAndConsume(&input, lex.shape(), &shape)) {
+      shape.erase(std::remove(shape.begin(), shape.end(), ' '), shape.end());
+      push_unique(intent.shapes, shape);
+    }
+  }
+
+  // Longest-match phrase lookup over the token stream; unmatched content words are free text.
+  const std::vector<std::string> tokens = Lexicon::tokenize(lower);
+  for (std::size_t i = 0; i < tokens.size();) {
+    std::size_t matched = 0;
+    for (std::size_t n = std::min(lex.longest_phrase(), tokens.size() - i); n >= 1; --n) {
+      std::string phrase = tokens[i];
+      for (std::size_t k = 1; k < n; ++k) phrase += " " + tokens[i + k];
+      if (const auto* entries = lex.lookup(phrase)) {
+        for (const auto& e : *entries) apply_entry(intent, lex, e);
+        matched = n;
+        break;
+      }
+    }
+    if (matched == 0) {
+      const std::string& t = tokens[i];
+      const bool numeric = t.find_first_not_of("0123456789.x%") == std::string::npos;
+      if (!lex.is_stopword(t) && !numeric && t.size() > 1 && t.size() <= 64 && intent.free_terms.size() < kMaxFreeTerms)
+        push_unique(intent.free_terms, t);
+      matched = 1;
+    }
+    i += matched;
+  }
+  // A peak request names its dtype: "bf16 peak" -> peak_compute.bf16.dense (bf16 when none).
+  for (auto& field : intent.hardware_fields) {
+    const auto pos = field.find("{dtype}");
+    if (pos != std::string::npos) field.replace(pos, 7, intent.dtypes.empty() ? "bf16" : intent.dtypes.front());
+  }
+  if (!intent.mnemonics.empty()) push_unique(intent.intents, "documentation");
+  if (intent.intents.empty() && !intent.symptoms.empty()) intent.intents.push_back("diagnosis");
+  if (!intent.unresolved_arch.empty() && intent.arch.empty())
+    intent.notes.push_back("architecture " + intent.unresolved_arch + " is not one kwiki knows; kept the " +
+                           (intent.vendor.empty() ? std::string("vendor") : intent.vendor) + " boundary");
+  return intent;
+}
+
+Intent intent_from_upstream(const nlohmann::json& slots) {
+  if (!slots.is_object()) throw Error(ErrorCode::kBadInput, "an intent must be a JSON object", "", "/");
+  const Lexicon& lex = Lexicon::embedded();
+  auto strings = [&](const char* key) {
+    std::vector<std::string> out;
+    auto it = slots.find(key);
+    if (it == slots.end() || it->is_null()) return out;
+    if (!it->is_array()) throw Error(ErrorCode::kBadInput, std::string("slot ") + key + " must be an array of strings", "", std::string("/") + key);
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_string())
+        throw Error(ErrorCode::kBadInput, std::string("slot ") + key + " must hold strings", "", std::string("/") + key + "/" + std::to_string(i));
+      out.push_back((*it)[i].get<std::string>());
+    }
+    return out;
+  };
+  auto string_slot = [&](const char* key) -> std::string {
+    auto it = slots.find(key);
+    if (it == slots.end() || it->is_null()) return "";
+    if (!it->is_string()) throw Error(ErrorCode::kBadInput, std::string("slot ") + key + " must be a string or null", "", std::string("/") + key);
+    return it->get<std::string>();
+  };
+  // Each slot is read through the same extraction as prose, so spellings resolve identically.
+  std::string prose = string_slot("architecture") + " . " + string_slot("vendor") + " . " + string_slot("dsl");
+  for (const auto& t : strings("operator_terms")) prose += " . " + t;
+  for (const auto& t : strings("measured_symptoms")) prose += " . " + t;
+  for (const auto& t : strings("hardware_requests")) prose += " . " + t;
+  Intent intent = extract_intent(prose);
+  for (const auto& t : strings("free_text_terms"))
+    for (const auto& token : Lexicon::tokenize(t))
+      if (!lex.is_stopword(token)) push_unique(intent.free_terms, token);
+  for (const auto& i : strings("intents")) push_unique(intent.intents, i);
+  return intent;
+}
+
+}  // namespace kwiki

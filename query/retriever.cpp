@@ -1,0 +1,348 @@
+// Kernel-knowledge retrieval: BM25 over the Xapian index inside the scope, staged widening, rerank.
+#include "retriever.hpp"
+
+#include <xapian.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "kwiki/error.hpp"
+#include "store_writer.hpp"
+
+namespace kwiki::detail {
+namespace {
+
+struct HitData {
+  std::string key, type, vendor, arch, dsl;
+  std::vector<std::string> products, operators, symptoms, tags;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) out.push_back(cur);
+  return out;
+}
+
+HitData decode(const std::string& data) {
+  const auto f = split(data, '\t');
+  HitData h;
+  auto at = [&](std::size_t i) { return i < f.size() ? f[i] : std::string(); };
+  h.key = at(0);
+  h.type = at(1);
+  h.vendor = at(2);
+  h.arch = at(3);
+  h.dsl = at(4);
+  h.products = split(at(5), ',');
+  h.operators = split(at(6), ',');
+  h.symptoms = split(at(7), ',');
+  h.tags = split(at(8), ',');
+  return h;
+}
+
+bool overlaps(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (const auto& x : a)
+    if (std::find(b.begin(), b.end(), x) != b.end()) return true;
+  return false;
+}
+
+// Record types that serve each intent.
+bool type_serves(const std::string& type, const std::vector<std::string>& intents) {
+  for (const auto& i : intents) {
+    if (i == "technique" && (type == "technique-card" || type == "strategy" || type == "reference-kernel" || type == "dispatch-rule")) return true;
+    if (i == "pitfall" && type == "anti-strategy") return true;
+    if (i == "documentation" && (type == "doc" || type == "arch-feature" || type == "instruction")) return true;
+    if (i == "diagnosis" && (type == "symptom-card" || type == "technique-card")) return true;
+    if (i == "correctness" && (type == "numerics-rule" || type == "anti-strategy")) return true;
+  }
+  return false;
+}
+
+Xapian::Query any_of(const char* prefix, const std::vector<std::string>& values) {
+  std::vector<Xapian::Query> terms;
+  for (const auto& v : values) terms.emplace_back(prefix + v);
+  return Xapian::Query(Xapian::Query::OP_OR, terms.begin(), terms.end());
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+struct WeightedTerm {
+  std::string term;
+  double weight;
+  std::string source;
+};
+
+}  // namespace
+
+struct Retriever::Impl {
+  Xapian::Database db;
+  Xapian::Stem stemmer{"english"};
+
+  std::vector<WeightedTerm> text_terms(const Intent& intent, const Lexicon& lex) {
+    std::vector<WeightedTerm> out;
+    std::set<std::string> seen;
+    auto add = [&](const std::string& word, double weight, const std::string& source) {
+      for (const auto& token : Lexicon::tokenize(word)) {
+        // Index terms are stemmed, dot-free words (the TermGenerator splits on '.', '_' stays).
+        for (auto piece : split(token, '.')) {
+          if (piece.size() < 2 || lex.is_stopword(piece)) continue;
+          std::string term = stemmer(piece);
+          if (seen.insert(term).second) out.push_back({term, weight, source});
+        }
+      }
+    };
+    for (const auto& t : intent.free_terms) {
+      add(t, 1.0, "free");
+      if (const auto* syn = lex.synonyms(t))
+        for (const auto& s : *syn) add(s, 0.35, "synonym");
+    }
+    for (const auto& o : intent.operators) {
+      std::string words = o;
+      std::replace(words.begin(), words.end(), '-', ' ');
+      add(words, 1.5, "operator");
+    }
+    for (const auto& s : intent.symptoms) {
+      std::string words = s;
+      std::replace(words.begin(), words.end(), '-', ' ');
+      add(words, 1.2, "symptom");
+    }
+    for (const auto& m : intent.mnemonics) add(m, 2.0, "mnemonic");
+    for (const auto& d : intent.dsls) add(d, 0.6, "dsl");
+    for (const auto& d : intent.dtypes) add(d, 0.5, "dtype");
+    for (const auto& f : intent.hardware_fields) {
+      std::string words = f;
+      std::replace_if(words.begin(), words.end(), [](char c) { return c == '.' || c == '_'; }, ' ');
+      add(words, 0.4, "hardware");
+    }
+    return out;
+  }
+
+  Xapian::Query text_query(const std::vector<WeightedTerm>& terms) {
+    std::vector<Xapian::Query> parts;
+    for (const auto& t : terms) parts.emplace_back(Xapian::Query::OP_SCALE_WEIGHT, Xapian::Query(t.term), t.weight);
+    if (parts.empty()) return Xapian::Query::MatchAll;
+    return Xapian::Query(Xapian::Query::OP_OR, parts.begin(), parts.end());
+  }
+
+  // Nearest indexed word within two edits, for a word the index has never seen.
+  std::string correct(const std::string& word) {
+    if (word.size() < 4) return {};
+    std::string best;
+    std::size_t best_distance = 3;
+    std::size_t scanned = 0;
+    for (auto it = db.allterms_begin(word.substr(0, 1)); it != db.allterms_end(word.substr(0, 1)) && scanned < 50000; ++it, ++scanned) {
+      const std::string term = *it;
+      if (term.empty() || std::isupper(static_cast<unsigned char>(term[0]))) continue;
+      if (term.size() + 2 < word.size() || term.size() > word.size() + 2) continue;
+      const std::size_t d = edit_distance(word, term);
+      if (d < best_distance || (d == best_distance && !best.empty() && db.get_termfreq(term) > db.get_termfreq(best))) {
+        best_distance = d;
+        best = term;
+      }
+    }
+    return best;
+  }
+};
+
+Retriever::Retriever(const std::string& xapian_dir) : impl_(std::make_unique<Impl>()) {
+  try {
+    impl_->db = Xapian::Database(xapian_dir);
+  } catch (const Xapian::Error& e) {
+    throw Error(ErrorCode::kIndexCorrupt, "cannot open the full-text index: " + e.get_description() +
+                                              "; rebuild with `kwiki index --force`", xapian_dir);
+  }
+}
+
+Retriever::~Retriever() = default;
+
+std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t want, const std::map<std::string, double>& worth_adjust,
+                                           std::vector<std::string>& notes, nlohmann::ordered_json& stages) {
+  const Lexicon& lex = Lexicon::embedded();
+  try {
+    std::vector<WeightedTerm> terms = impl_->text_terms(intent, lex);
+    // Spelling: a free word the index has never seen is replaced by its nearest indexed word.
+    for (auto& t : terms) {
+      if (t.source != "free" || impl_->db.get_termfreq(t.term) > 0) continue;
+      const std::string fixed = impl_->correct(t.term);
+      if (!fixed.empty()) {
+        notes.push_back("spelling: read \"" + t.term + "\" as \"" + fixed + "\"");
+        t.term = fixed;
+      }
+    }
+    const Xapian::Query text = impl_->text_query(terms);
+
+    // Hardware fact records are answered by exact lookup, never ranked.
+    const Xapian::Query exact_only(Xapian::Query::OP_OR, Xapian::Query(std::string(term::kType) + "spec-sheet"),
+                                   Xapian::Query(std::string(term::kType) + "measured-ceiling"));
+    std::string vendor = intent.vendor;
+    const std::string arch = intent.arch;
+    Xapian::Query vendor_filter = Xapian::Query::MatchAll;
+    if (!vendor.empty())
+      vendor_filter = Xapian::Query(Xapian::Query::OP_OR, Xapian::Query(std::string(term::kVendor) + vendor),
+                                    Xapian::Query(std::string(term::kVendor) + "generic"));
+    const Xapian::Query neutral(std::string(term::kArch) + "generic");
+    Xapian::Query scope = vendor_filter;
+    if (!arch.empty()) {
+      scope = Xapian::Query(Xapian::Query::OP_FILTER, vendor_filter,
+                            Xapian::Query(Xapian::Query::OP_OR, Xapian::Query(std::string(term::kArch) + arch), neutral));
+    } else if (!vendor.empty()) {
+      // Architecture unknown: the vendor's neutral records first; its other architectures widen.
+      scope = Xapian::Query(Xapian::Query::OP_FILTER, vendor_filter, neutral);
+    }
+
+    struct Stage {
+      std::string name;
+      Xapian::Query filter;
+      bool other_architecture = false;
+    };
+    std::vector<Stage> plan;
+    const bool has_op = !intent.operators.empty();
+    const bool has_sym = !intent.symptoms.empty();
+    const Xapian::Query op_filter = has_op ? any_of(term::kOperator, intent.operators) : Xapian::Query::MatchAll;
+    const Xapian::Query sym_filter = has_sym ? any_of(term::kSymptom, intent.symptoms) : Xapian::Query::MatchAll;
+    if (has_op && has_sym)
+      plan.push_back({"operator and symptom", Xapian::Query(Xapian::Query::OP_FILTER, scope,
+                                                              Xapian::Query(Xapian::Query::OP_AND, op_filter, sym_filter))});
+    if (has_op) plan.push_back({"operator", Xapian::Query(Xapian::Query::OP_FILTER, scope, op_filter)});
+    if (has_sym) plan.push_back({"symptom", Xapian::Query(Xapian::Query::OP_FILTER, scope, sym_filter)});
+    plan.push_back({"scope", scope});
+    if (!vendor.empty() && (!arch.empty() || !intent.unresolved_arch.empty()))
+      plan.push_back({"other architectures of " + vendor, vendor_filter, true});
+
+    std::string scope_note = "scope: ";
+    if (vendor.empty()) scope_note += "no vendor or architecture named; all records eligible";
+    else if (!arch.empty()) scope_note += "vendor " + vendor + ", architecture " + arch + " (exact, then architecture-neutral)";
+    else scope_note += "vendor " + vendor + " (architecture-neutral; architecture not resolved)";
+    notes.push_back(scope_note);
+
+    std::vector<Candidate> out;
+    std::set<std::string> taken;
+    Xapian::Enquire enquire(impl_->db);
+    enquire.set_weighting_scheme(Xapian::BM25Weight());
+    const std::size_t depth = std::clamp<std::size_t>(want * 4, 40, 200);
+    for (std::size_t s = 0; s < plan.size() && out.size() < want; ++s) {
+      const Stage& stage = plan[s];
+      const Xapian::Query query(Xapian::Query::OP_AND_NOT,
+                                Xapian::Query(Xapian::Query::OP_FILTER, text, stage.filter), exact_only);
+      enquire.set_query(query);
+      const Xapian::MSet mset = enquire.get_mset(0, static_cast<Xapian::doccount>(depth));
+      double max_weight = 0;
+      for (auto it = mset.begin(); it != mset.end(); ++it) max_weight = std::max(max_weight, it.get_weight());
+      std::vector<Candidate> found;
+      for (auto it = mset.begin(); it != mset.end(); ++it) {
+        const HitData h = decode(it.get_document().get_data());
+        if (taken.contains(h.key)) continue;
+        if (stage.other_architecture && (h.arch == arch || h.arch == "generic")) continue;
+        Candidate c;
+        c.key = h.key;
+        c.type = h.type;
+        c.stage = static_cast<int>(s);
+        c.bm25 = it.get_weight();
+        const double text_part = max_weight > 0 ? c.bm25 / max_weight : 0;
+        nlohmann::ordered_json parts;
+        parts["bm25"] = std::round(c.bm25 * 1000) / 1000;
+        parts["text"] = std::round(text_part * 1000) / 1000;
+        double score = text_part;
+        auto bonus = [&](const char* name, double value) {
+          score += value;
+          parts[name] = value;
+        };
+        if (!arch.empty() && h.arch == arch) {
+          c.match_arch = "exact";
+          bonus("arch_exact", 0.15);
+          c.why.push_back("architecture " + arch);
+        } else if (h.arch == "generic") {
+          c.match_arch = "architecture-neutral";
+        } else if (stage.other_architecture) {
+          c.match_arch = "other-architecture";
+          c.why.push_back("widened to architecture " + h.arch);
+        } else {
+          c.match_arch = "fallback";
+        }
+        if (has_op && overlaps(h.operators, intent.operators)) {
+          bonus("operator", 0.15);
+          for (const auto& o : intent.operators)
+            if (std::find(h.operators.begin(), h.operators.end(), o) != h.operators.end()) { c.why.push_back("operator " + o); break; }
+        }
+        if (has_sym && overlaps(h.symptoms, intent.symptoms)) {
+          bonus("symptom", 0.10);
+          for (const auto& sy : intent.symptoms)
+            if (std::find(h.symptoms.begin(), h.symptoms.end(), sy) != h.symptoms.end()) { c.why.push_back("symptom " + sy); break; }
+        }
+        if (!intent.dsls.empty()) {
+          if (std::find(intent.dsls.begin(), intent.dsls.end(), h.dsl) != intent.dsls.end()) {
+            bonus("dsl", 0.30);
+            c.why.push_back("dsl " + h.dsl);
+          } else if (!h.dsl.empty() && h.dsl != "any") {
+            bonus("other_dsl", -0.15);
+          }
+        }
+        if (type_serves(h.type, intent.intents)) bonus("intent_type", 0.25);
+        if (!intent.products.empty() && overlaps(h.products, intent.products)) {
+          bonus("product", 0.10);
+          c.why.push_back("product " + intent.products.front());
+        }
+        for (const auto& m : intent.mnemonics) {
+          std::string family = m.substr(0, m.find_first_of("._"));
+          bool hit = false;
+          for (const auto& tag : h.tags) hit = hit || tag.find(family) != std::string::npos;
+          if (hit) {
+            bonus("mnemonic", 0.30);
+            c.why.push_back("instruction " + m);
+            break;
+          }
+        }
+        const double worth = Xapian::sortable_unserialise(it.get_document().get_value(term::kSlotWorth));
+        double prior = 0.10 * (worth - 0.5);
+        if (auto adj = worth_adjust.find(h.key); adj != worth_adjust.end()) prior += adj->second;
+        prior = std::clamp(prior, -0.15, 0.15);
+        bonus("worth", std::round(prior * 1000) / 1000);
+        if (c.why.empty() || text_part > 0.5) c.why.push_back("text match");
+        c.score = score;
+        parts["score"] = std::round(score * 1000) / 1000;
+        parts["stage"] = stage.name;
+        c.explain = std::move(parts);
+        found.push_back(std::move(c));
+      }
+      std::stable_sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) {
+        if (a.score != b.score) return a.score > b.score;
+        return a.key < b.key;
+      });
+      nlohmann::ordered_json stage_json;
+      stage_json["stage"] = stage.name;
+      stage_json["matches"] = mset.get_matches_estimated();
+      std::size_t added = 0;
+      for (auto& c : found) {
+        if (out.size() >= want) break;
+        taken.insert(c.key);
+        out.push_back(std::move(c));
+        ++added;
+      }
+      stage_json["added"] = added;
+      stages.push_back(stage_json);
+      if (s > 0 && added > 0) {
+        std::string step = plan[s].other_architecture ? "widened to other " + vendor + " architectures (labelled other-architecture)"
+                                                       : "widened: " + plan[s - 1].name + " filter relaxed to " + plan[s].name;
+        notes.push_back(step);
+      }
+    }
+    return out;
+  } catch (const Xapian::Error& e) {
+    throw Error(ErrorCode::kIndexCorrupt, "full-text search failed: " + e.get_description());
+  }
+}
+
+}  // namespace kwiki::detail

@@ -1,0 +1,153 @@
+// The index's mutable state beside its generations: query log, feedback and worth counters.
+#include "state_db.hpp"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "kwiki/error.hpp"
+#include "sqlite_check.hpp"
+
+namespace kwiki::detail {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+PRAGMA journal_mode=WAL;
+PRAGMA synchronous=OFF;
+CREATE TABLE IF NOT EXISTS query_log(query_id TEXT NOT NULL, ts TEXT NOT NULL, request TEXT NOT NULL,
+  intent TEXT NOT NULL, served TEXT NOT NULL, generation TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS query_log_by_id ON query_log(query_id);
+CREATE TABLE IF NOT EXISTS feedback(query_id TEXT NOT NULL, key TEXT NOT NULL, outcome TEXT NOT NULL, ts TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS worth(key TEXT PRIMARY KEY, served INTEGER NOT NULL DEFAULT 0, applied INTEGER NOT NULL DEFAULT 0,
+  effective INTEGER NOT NULL DEFAULT 0, ineffective INTEGER NOT NULL DEFAULT 0);
+)sql";
+
+std::string now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+StateDb::StateDb(std::string index_dir) : path_(std::move(index_dir) + "/state.sqlite") {}
+
+StateDb::~StateDb() {
+  if (db_) sqlite3_close(db_);
+}
+
+bool StateDb::open(bool for_write) {
+  if (db_) return true;
+  if (failed_) return false;
+  struct stat st {};
+  if (!for_write && ::stat(path_.c_str(), &st) != 0) return false;  // nothing logged yet: no adjustments
+  if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    if (db_) sqlite3_close(db_);
+    db_ = nullptr;
+    failed_ = true;
+    return false;
+  }
+  sqlite3_busy_timeout(db_, 2000);
+  if (sqlite3_exec(db_, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    failed_ = true;
+    return false;
+  }
+  return true;
+}
+
+void StateDb::log_query(const std::string& query_id, const std::string& request, const std::string& intent_json,
+                        const std::vector<std::string>& served, const std::string& generation) {
+  try {
+    if (!open(true)) return;
+    std::string served_list;
+    for (const auto& s : served) served_list += (served_list.empty() ? "" : "\n") + s;
+    exec_sql(db_, "BEGIN IMMEDIATE");
+    {
+      Statement s(db_, "INSERT INTO query_log VALUES(?1,?2,?3,?4,?5,?6)");
+      s.bind(1, query_id);
+      s.bind(2, now_iso8601());
+      s.bind(3, request);
+      s.bind(4, intent_json);
+      s.bind(5, served_list);
+      s.bind(6, generation);
+      s.step();
+      Statement w(db_, "INSERT INTO worth(key,served) VALUES(?1,1) ON CONFLICT(key) DO UPDATE SET served=served+1");
+      for (const auto& key : served) {
+        w.bind(1, key);
+        w.step();
+        w.reset();
+      }
+    }
+    exec_sql(db_, "COMMIT");
+  } catch (const Error&) {
+    if (db_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+}
+
+std::map<std::string, double> StateDb::worth_adjustments(const std::vector<std::string>& keys) {
+  std::map<std::string, double> out;
+  try {
+    if (keys.empty() || !open(false)) return out;
+    Statement s(db_, "SELECT applied,effective,ineffective FROM worth WHERE key=?1");
+    for (const auto& key : keys) {
+      s.bind(1, key);
+      if (s.step()) {
+        const double applied = sqlite3_column_double(s.get(), 0);
+        const double effective = sqlite3_column_double(s.get(), 1);
+        const double ineffective = sqlite3_column_double(s.get(), 2);
+        // A small prior: net verified outcomes, damped by volume, never more than +-0.1.
+        const double signal = (effective - ineffective + 0.25 * applied) / (4.0 + effective + ineffective + applied);
+        out[key] = std::clamp(0.1 * signal * 2, -0.1, 0.1);
+      }
+      s.reset();
+    }
+  } catch (const Error&) {
+  }
+  return out;
+}
+
+void StateDb::record_feedback(const std::string& query_id, const std::string& key, const std::string& outcome) {
+  static const char* kOutcomes[] = {"served", "applied", "effective", "ineffective"};
+  if (std::none_of(std::begin(kOutcomes), std::end(kOutcomes), [&](const char* o) { return outcome == o; }))
+    throw Error(ErrorCode::kBadInput, "unknown outcome \"" + outcome + "\" (expected served, applied, effective or ineffective)");
+  if (!open(true)) throw Error(ErrorCode::kIo, "cannot open the query log for writing", path_);
+  Statement q(db_, "SELECT served FROM query_log WHERE query_id=?1");
+  q.bind(1, query_id);
+  bool known = false, served = false;
+  while (q.step()) {
+    known = true;
+    const std::string list = "\n" + q.text(0) + "\n";
+    served = served || list.find("\n" + key + "\n") != std::string::npos;
+  }
+  if (!known) throw Error(ErrorCode::kBadInput, "unknown query id " + query_id + " (not in this index's query log)");
+  if (!served) throw Error(ErrorCode::kBadInput, "record " + key + " was not served by query " + query_id);
+  exec_sql(db_, "BEGIN IMMEDIATE");
+  try {
+    Statement f(db_, "INSERT INTO feedback VALUES(?1,?2,?3,?4)");
+    f.bind(1, query_id);
+    f.bind(2, key);
+    f.bind(3, outcome);
+    f.bind(4, now_iso8601());
+    f.step();
+    if (outcome != "served") {
+      const std::string sql = "INSERT INTO worth(key," + outcome + ") VALUES(?1,1) ON CONFLICT(key) DO UPDATE SET " + outcome +
+                              "=" + outcome + "+1";
+      Statement w(db_, sql.c_str());
+      w.bind(1, key);
+      w.step();
+    }
+    exec_sql(db_, "COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+}  // namespace kwiki::detail
