@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cctype>
 #include <set>
 
 #include "budget.hpp"
@@ -93,6 +94,24 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
   if (options.max_records == 0) throw Error(ErrorCode::kUsage, "--max-records must be at least 1");
   const detail::Lexicon& lex = detail::Lexicon::embedded();
   Intent intent = upstream_intent ? intent_from_upstream(*upstream_intent) : extract_intent(text);
+  // Spelling, lexicon first: a word the index has never seen that is one or two edits from a
+  // known name ("rmsnrom") is read as that name, and the request is understood again.
+  std::vector<std::string> spelling_notes;
+  if (!upstream_intent) {
+    std::string corrected = text;
+    for (const auto& word : intent.free_terms) {
+      if (impl_->retriever.knows_word(word)) continue;
+      const std::string fixed = lex.nearest_word(word);
+      if (fixed.empty() || fixed == word) continue;
+      std::string lowered = corrected;
+      std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      const auto pos = lowered.find(word);
+      if (pos == std::string::npos) continue;
+      corrected.replace(pos, word.size(), fixed);
+      spelling_notes.push_back("spelling: read \"" + word + "\" as \"" + fixed + "\"");
+    }
+    if (!spelling_notes.empty()) intent = extract_intent(corrected);
+  }
   const std::string request_key = upstream_intent ? upstream_intent->dump() : normalized_request(text);
   if (request_key.empty()) throw Error(ErrorCode::kUsage, "empty request: describe the kernel, the GPU or the facts you need");
 
@@ -100,6 +119,7 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
   Answer& answer = result.answer;
   answer.query_id = make_query_id(impl_->store.generation(), request_key, options);
   answer.notes = intent.notes;
+  answer.notes.insert(answer.notes.end(), spelling_notes.begin(), spelling_notes.end());
 
   // Hardware facts: exact or absent, never ranked.
   std::vector<FactAnswer> facts;

@@ -185,7 +185,9 @@ Intent extract_intent(std::string_view request) {
     if (matched == 0) {
       const std::string& t = tokens[i];
       const bool numeric = t.find_first_not_of("0123456789.x%") == std::string::npos;
-      if (!lex.is_stopword(t) && !numeric && t.size() > 1 && t.size() <= 64 && intent.free_terms.size() < kMaxFreeTerms)
+      // Targets (sm_90a, gfx942:...) were read by the target patterns already.
+      const bool target = RE2::FullMatch(t, "(sm_?\\d+[af]?|gfx\\w+(:[a-z]+[+-])*)");
+      if (!lex.is_stopword(t) && !numeric && !target && t.size() > 1 && t.size() <= 64 && intent.free_terms.size() < kMaxFreeTerms)
         push_unique(intent.free_terms, t);
       matched = 1;
     }
@@ -198,8 +200,13 @@ Intent extract_intent(std::string_view request) {
   }
   if (!intent.mnemonics.empty()) push_unique(intent.intents, "documentation");
   if (intent.intents.empty() && !intent.symptoms.empty()) intent.intents.push_back("diagnosis");
+  if (!intent.arch.empty() && !lex.arch_recorded(intent.arch)) {
+    // Known, but kwiki holds no records for it: keep the vendor boundary, never the neighbour's.
+    intent.unresolved_arch = intent.arch;
+    intent.arch.clear();
+  }
   if (!intent.unresolved_arch.empty() && intent.arch.empty())
-    intent.notes.push_back("architecture " + intent.unresolved_arch + " is not one kwiki knows; kept the " +
+    intent.notes.push_back("architecture " + intent.unresolved_arch + " has no records in kwiki; kept the " +
                            (intent.vendor.empty() ? std::string("vendor") : intent.vendor) + " boundary");
   return intent;
 }

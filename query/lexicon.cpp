@@ -1,6 +1,7 @@
 // The intent lexicon (gpu-wiki/lexicon/lexicon.json, embedded at build time) in lookup form.
 #include "lexicon.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 #include "kwiki/error.hpp"
@@ -148,6 +149,32 @@ const Lexicon& Lexicon::embedded() {
 const std::vector<LexEntry>* Lexicon::lookup(const std::string& phrase) const {
   auto it = phrases_.find(phrase);
   return it == phrases_.end() ? nullptr : &it->second;
+}
+
+std::string Lexicon::nearest_word(const std::string& word) const {
+  if (word.size() < 5) return {};
+  const std::size_t allowed = word.size() >= 7 ? 2 : 1;
+  std::string best;
+  std::size_t best_distance = allowed + 1;
+  for (const auto& [phrase, entries] : phrases_) {
+    if (phrase.find(' ') != std::string::npos || phrase.size() + allowed < word.size() || phrase.size() > word.size() + allowed) continue;
+    if (entries.front().kind == LexKind::kIntent) continue;
+    // Levenshtein distance, rows of the shorter word.
+    std::vector<std::size_t> prev(phrase.size() + 1), cur(phrase.size() + 1);
+    for (std::size_t j = 0; j <= phrase.size(); ++j) prev[j] = j;
+    for (std::size_t i = 1; i <= word.size(); ++i) {
+      cur[0] = i;
+      for (std::size_t j = 1; j <= phrase.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (word[i - 1] == phrase[j - 1] ? 0 : 1)});
+      std::swap(prev, cur);
+    }
+    const std::size_t d = prev[phrase.size()];
+    if (d < best_distance || (d == best_distance && phrase < best)) {
+      best_distance = d;
+      best = phrase;
+    }
+  }
+  return best_distance <= allowed ? best : std::string();
 }
 
 const KnownProduct* Lexicon::product(const std::string& slug) const {

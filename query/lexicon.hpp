@@ -48,6 +48,8 @@ class Lexicon {
   static std::vector<std::string> tokenize(std::string_view text);
 
   const std::vector<LexEntry>* lookup(const std::string& phrase) const;
+  /// The single-word phrase nearest to `word` (one edit, two for words of 7+ letters), or "".
+  std::string nearest_word(const std::string& word) const;
   std::size_t longest_phrase() const { return longest_phrase_; }
   const KnownProduct* product(const std::string& slug) const;
   const std::vector<KnownProduct>& products() const { return products_; }

@@ -168,6 +168,14 @@ Retriever::Retriever(const std::string& xapian_dir) : impl_(std::make_unique<Imp
 
 Retriever::~Retriever() = default;
 
+bool Retriever::knows_word(const std::string& word) {
+  try {
+    return impl_->db.term_exists(impl_->stemmer(word)) || impl_->db.term_exists(word);
+  } catch (const Xapian::Error&) {
+    return false;
+  }
+}
+
 std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t want, const std::map<std::string, double>& worth_adjust,
                                            std::vector<std::string>& notes, nlohmann::ordered_json& stages) {
   const Lexicon& lex = Lexicon::embedded();

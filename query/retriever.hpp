@@ -32,6 +32,9 @@ class Retriever {
   explicit Retriever(const std::string& xapian_dir);
   ~Retriever();
 
+  /// True when the (unstemmed) word occurs in the index after stemming.
+  bool knows_word(const std::string& word);
+
   /// Up to `want` records in rank order. `worth_adjust` maps keys to feedback adjustments.
   /// Appends scope, widening and spelling notes to `notes`; stage descriptions to `stages`.
   std::vector<Candidate> retrieve(const Intent& intent, std::size_t want, const std::map<std::string, double>& worth_adjust,

@@ -53,8 +53,9 @@ case ${1:-} in
   demo)
     build
     "$BUILD/cli/kwiki" index --text
-    "$BUILD/cli/kwiki" stats --text
-    "$BUILD/cli/kwiki" get nvidia.hopper.spec-sheet.h200-sxm --text
+    "$BUILD/cli/kwiki" query --text --max-records 6 \
+      "my bf16 rmsnorm on H200 only reaches 70% of DRAM bandwidth; what should I change?"
+    "$BUILD/cli/kwiki" hw --product H200 --field memory.bandwidth_tb_s --text
     ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;
