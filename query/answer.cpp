@@ -17,13 +17,20 @@ std::string render_record(const AnswerRecord& a) {
   head["store"] = r.store;
   head["source"] = r.source;
   head["type"] = r.type;
-  head["applies_to"] = ordered_json::parse(r.applies_to_json);
+  ordered_json applies_to = ordered_json::parse(r.applies_to_json);
+  if (a.compact) {
+    ordered_json small;
+    for (const char* key : {"vendor", "arch"})
+      if (applies_to.contains(key)) small[key] = applies_to[key];
+    applies_to = std::move(small);
+  }
+  head["applies_to"] = std::move(applies_to);
   ordered_json match;
   match["arch"] = a.match_arch;
-  match["why"] = a.why;
+  match["why"] = a.compact ? std::vector<std::string>{} : a.why;
   head["match"] = std::move(match);
-  if (!r.confidence.empty()) head["confidence"] = r.confidence;
-  if (!r.tier.empty()) head["tier"] = r.tier;
+  if (!r.confidence.empty() && !a.compact) head["confidence"] = r.confidence;
+  if (!r.tier.empty() && !a.compact) head["tier"] = r.tier;
   if (!a.explain_json.empty()) head["explain"] = ordered_json::parse(a.explain_json);
   std::string text = dump(head);
   text.pop_back();  // reopen the object to append the payload bytes

@@ -7,8 +7,9 @@
 
 namespace kwiki::detail {
 
-/// How hard to brief: kBrief elides long fields; kMinimal keeps only what says what a record is.
-enum class BriefLevel { kBrief, kMinimal };
+/// How hard to brief: kBrief elides long fields; kMinimal keeps only what says what a record is;
+/// kBare keeps one line (goal, title or summary, cut to 48 bytes) and the size of the whole under "*".
+enum class BriefLevel { kBrief, kMinimal, kBare };
 
 /// Returns the briefed payload text (fields replaced and listed under "omitted_by_brief" with
 /// their sizes), or "" when nothing needed eliding.

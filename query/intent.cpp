@@ -199,6 +199,10 @@ Intent extract_intent(std::string_view request) {
     if (pos != std::string::npos) field.replace(pos, 7, intent.dtypes.empty() ? "bf16" : intent.dtypes.front());
   }
   if (!intent.mnemonics.empty()) push_unique(intent.intents, "documentation");
+  // An ISA mnemonic names its vendor: v_mfma_* is AMD, wgmma is NVIDIA.
+  if (intent.vendor.empty())
+    for (const auto& m : intent.mnemonics)
+      if (intent.vendor.empty()) intent.vendor = lex.vendor_of_mnemonic(m);
   if (intent.intents.empty() && !intent.symptoms.empty()) intent.intents.push_back("diagnosis");
   if (!intent.arch.empty() && !lex.arch_recorded(intent.arch)) {
     // Known, but kwiki holds no records for it: keep the vendor boundary, never the neighbour's.

@@ -136,6 +136,8 @@ Lexicon::Lexicon(const nlohmann::json& doc) {
     shape_ = compile(patterns.at("shape"));
     mnemonic_ = compile(patterns.at("mnemonic"));
     not_recorded_procedure_ = doc.at("not_recorded_procedure");
+    for (const auto& [vendor, prefixes] : doc.at("mnemonic_vendors").items())
+      for (const auto& prefix : prefixes) mnemonic_vendors_.emplace_back(prefix.get<std::string>(), vendor);
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorCode::kInternal, std::string("the lexicon is malformed: ") + e.what());
   }
@@ -175,6 +177,12 @@ std::string Lexicon::nearest_word(const std::string& word) const {
     }
   }
   return best_distance <= allowed ? best : std::string();
+}
+
+std::string Lexicon::vendor_of_mnemonic(const std::string& mnemonic) const {
+  for (const auto& [prefix, vendor] : mnemonic_vendors_)
+    if (mnemonic.rfind(prefix, 0) == 0) return vendor;
+  return {};
 }
 
 const KnownProduct* Lexicon::product(const std::string& slug) const {

@@ -68,6 +68,8 @@ class Lexicon {
   const RE2& amd_target() const { return *amd_target_; }
   const RE2& shape() const { return *shape_; }
   const RE2& mnemonic() const { return *mnemonic_; }
+  /// Vendor whose ISA a mnemonic belongs to (v_mfma -> amd, wgmma -> nvidia), or "".
+  std::string vendor_of_mnemonic(const std::string& mnemonic) const;
   const std::string& not_recorded_procedure() const { return not_recorded_procedure_; }
 
  private:
@@ -83,6 +85,7 @@ class Lexicon {
   std::vector<SymptomPattern> symptom_patterns_;
   std::unique_ptr<RE2> nvidia_target_, amd_target_, shape_, mnemonic_;
   std::string not_recorded_procedure_;
+  std::vector<std::pair<std::string, std::string>> mnemonic_vendors_;  // (prefix, vendor)
 };
 
 const char* lex_kind_name(LexKind kind);

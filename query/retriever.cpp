@@ -206,8 +206,9 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     if (!arch.empty()) {
       scope = Xapian::Query(Xapian::Query::OP_FILTER, vendor_filter,
                             Xapian::Query(Xapian::Query::OP_OR, Xapian::Query(std::string(term::kArch) + arch), neutral));
-    } else if (!vendor.empty()) {
-      // Architecture unknown: the vendor's neutral records first; its other architectures widen.
+    } else if (!vendor.empty() && !intent.unresolved_arch.empty()) {
+      // An architecture kwiki cannot resolve: the vendor's neutral records first; its other
+      // architectures only as the labelled last step.
       scope = Xapian::Query(Xapian::Query::OP_FILTER, vendor_filter, neutral);
     }
 
@@ -233,7 +234,8 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     std::string scope_note = "scope: ";
     if (vendor.empty()) scope_note += "no vendor or architecture named; all records eligible";
     else if (!arch.empty()) scope_note += "vendor " + vendor + ", architecture " + arch + " (exact, then architecture-neutral)";
-    else scope_note += "vendor " + vendor + " (architecture-neutral; architecture not resolved)";
+    else if (!intent.unresolved_arch.empty()) scope_note += "vendor " + vendor + " (architecture-neutral; architecture not resolved)";
+    else scope_note += "vendor " + vendor + " (no architecture named: all " + vendor + " architectures)";
     notes.push_back(scope_note);
 
     std::vector<Candidate> out;

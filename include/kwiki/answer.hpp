@@ -17,6 +17,7 @@ struct AnswerRecord {
   /// Replacement payload text (briefed); when empty the stored payload is served verbatim.
   std::string payload_override;
   std::string explain_json;          ///< score parts for --explain, or empty
+  bool compact = false;              ///< envelope cut to vendor/arch and an empty why (tight --max-bytes)
 };
 
 /// A whole answer.

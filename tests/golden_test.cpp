@@ -1,0 +1,170 @@
+// Golden request -> expected ids/notes cases (tests/golden/*.json) against real indexes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace kwiki::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// One index per corpus for the whole suite: the bundled gpu-wiki and the foreign corpus.
+class GoldenIndexes {
+ public:
+  static GoldenIndexes& get() {
+    static GoldenIndexes instance;
+    return instance;
+  }
+  std::string index_for(const std::string& corpus) {
+    auto it = built_.find(corpus);
+    if (it != built_.end()) return it->second;
+    std::string root;
+    if (corpus == "bundled") root = bundled_wiki();
+    else if (corpus == "upstream") root = upstream_wiki();
+    else if (corpus == "mini") root = mini_wiki();
+    if (root.empty()) return built_[corpus] = "";
+    const std::string index = dir_ / ("index-" + corpus);
+    const RunResult r = run_kwiki({"index", "--wiki", root, "--index", index});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return built_[corpus] = index;
+  }
+
+ private:
+  TempDir dir_;
+  std::map<std::string, std::string> built_;
+};
+
+std::vector<std::string> golden_files() {
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(std::string(KWIKI_SOURCE_DIR) + "/tests/golden"))
+    if (e.path().extension() == ".json") files.push_back(e.path().stem().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+class Golden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Golden, Case) {
+  const std::string path = std::string(KWIKI_SOURCE_DIR) + "/tests/golden/" + GetParam() + ".json";
+  const json c = json::parse(read_text(path));
+  const std::string corpus = c.value("corpus", "bundled");
+  const std::string index = GoldenIndexes::get().index_for(corpus);
+  if (index.empty()) GTEST_SKIP() << "corpus " << corpus << " not available (../shared/upstream-gpu-wiki absent)";
+
+  std::vector<std::string> args;
+  for (const auto& a : c["args"]) {
+    std::string s = a.get<std::string>();
+    if (s == "@upstream-intent")
+      s = corpus == "upstream" ? upstream_wiki() + "/query_intent.json" : std::string(KWIKI_SOURCE_DIR) + "/data/fixtures/intent-rmsnorm.json";
+    args.push_back(s);
+  }
+  const bool wants_explain = c.contains("explain_field") || c.contains("explain_symptom");
+  if (wants_explain && std::find(args.begin(), args.end(), "--explain") == args.end()) args.push_back("--explain");
+  args.insert(args.end(), {"--index", index, "--json"});
+  const RunResult r = run_kwiki(args, {{"KWIKI_BUNDLED_WIKI", "/nonexistent"}});
+  ASSERT_EQ(r.exit_code, c.value("exit", 0)) << r.out.substr(0, 2000) << "\n" << r.err;
+  json answer;
+  ASSERT_NO_THROW(answer = json::parse(r.out)) << r.out.substr(0, 500);
+
+  if (c.contains("error_code")) {
+    EXPECT_EQ(answer["error"]["code"], c["error_code"]);
+    return;
+  }
+  std::vector<std::string> ids;
+  for (auto it = answer["records"].begin(); it != answer["records"].end(); ++it) ids.push_back(it.key());
+  // nlohmann::json sorts object keys; the raw text keeps rank order.
+  std::vector<std::pair<std::size_t, std::string>> positions;
+  for (const auto& id : ids) positions.emplace_back(r.out.find("\"" + id + "\":{\"wiki_id\""), id);
+  std::sort(positions.begin(), positions.end());
+  ids.clear();
+  for (const auto& [pos, id] : positions) ids.push_back(id);
+  const std::string listing = [&] {
+    std::string s;
+    for (const auto& id : ids) s += "\n  " + id;
+    return s;
+  }();
+
+  if (c.contains("top1")) {
+    ASSERT_FALSE(ids.empty());
+    EXPECT_EQ(ids.front(), c["top1"].get<std::string>()) << listing;
+  }
+  if (c.contains("include_top")) {
+    const std::size_t k = c["include_top"]["k"];
+    for (const auto& want : c["include_top"]["ids"]) {
+      const auto it = std::find(ids.begin(), ids.end(), want.get<std::string>());
+      EXPECT_TRUE(it != ids.end() && static_cast<std::size_t>(it - ids.begin()) < k) << want << " not in top " << k << listing;
+    }
+  }
+  for (const auto& [key, record] : answer["records"].items()) {
+    if (c.contains("exclude_vendor")) EXPECT_NE(record["applies_to"].value("vendor", ""), c["exclude_vendor"].get<std::string>()) << key;
+    if (c.contains("match_arch_allowed")) {
+      const auto& allowed = c["match_arch_allowed"];
+      EXPECT_NE(std::find(allowed.begin(), allowed.end(), record["match"]["arch"]), allowed.end()) << key << " " << record["match"];
+    }
+    if (c.value("brief", false)) {
+      const std::string payload = record["payload"].dump();
+      EXPECT_TRUE(!record["payload"].contains("implementation")) << key;
+      for (const auto& [field, value] : record["payload"].items())
+        if (field != "omitted_by_brief" && value.is_string()) EXPECT_LT(value.get<std::string>().size(), 2000u) << key << " " << field;
+    }
+  }
+  if (c.contains("first_match_arch")) {
+    ASSERT_FALSE(ids.empty());
+    EXPECT_EQ(answer["records"][ids.front()]["match"]["arch"], c["first_match_arch"]);
+  }
+  if (c.contains("records_max")) EXPECT_LE(ids.size(), c["records_max"].get<std::size_t>());
+  if (c.contains("records_min")) EXPECT_GE(ids.size(), c["records_min"].get<std::size_t>());
+  if (c.value("nonempty", false)) EXPECT_FALSE(ids.empty());
+  std::string notes;
+  for (const auto& n : answer.value("notes", json::array())) notes += n.get<std::string>() + "\n";
+  for (const auto& want : c.value("notes_contain", json::array()))
+    EXPECT_NE(notes.find(want.get<std::string>()), std::string::npos) << "notes lack: " << want << "\n" << notes;
+  for (const auto& absent : c.value("output_absent", json::array()))
+    EXPECT_EQ(r.out.find(absent.get<std::string>()), std::string::npos) << absent;
+  if (c.contains("max_bytes")) EXPECT_LE(r.out.size(), c["max_bytes"].get<std::size_t>() + 1);  // + newline
+  for (const auto& fact : c.value("hardware", json::array())) {
+    bool found = false;
+    for (const auto& h : answer.value("hardware", json::array())) {
+      if (h["product"] == fact["product"] && h["field"] == fact["field"]) {
+        found = true;
+        EXPECT_EQ(h["value"], fact["value"]) << fact;
+        EXPECT_FALSE(h["provenance"]["sources"].empty()) << fact;
+        EXPECT_NE(h["provenance"]["citation"].get<std::string>().find(":"), std::string::npos);
+      }
+    }
+    EXPECT_TRUE(found) << "no hardware answer for " << fact;
+  }
+  for (const auto& field : c.value("hardware_fields_present", json::array())) {
+    bool found = false;
+    for (const auto& h : answer.value("hardware", json::array())) found = found || h["field"] == field;
+    EXPECT_TRUE(found) << field;
+  }
+  for (const auto& field : c.value("comparison_fields", json::array())) {
+    bool found = false;
+    for (const auto& row : answer.value("comparison", json::array())) found = found || (row["field"] == field && row.contains("ratio"));
+    EXPECT_TRUE(found) << field;
+  }
+  if (c.contains("explain_field")) {
+    const json& intent = answer["explain"]["intent"];
+    for (const auto& [k, v] : c["explain_field"].items()) EXPECT_EQ(intent[k], v) << k;
+  }
+  if (c.contains("explain_symptom")) {
+    const auto& symptoms = answer["explain"]["intent"]["symptoms"];
+    EXPECT_NE(std::find(symptoms.begin(), symptoms.end(), c["explain_symptom"]), symptoms.end()) << symptoms;
+  }
+  if (c.value("explain_absent", false)) EXPECT_FALSE(answer.contains("explain"));
+  if (c.value("deterministic", false)) {
+    const RunResult again = run_kwiki(args, {{"KWIKI_BUNDLED_WIKI", "/nonexistent"}});
+    EXPECT_EQ(again.out, r.out);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Requests, Golden, ::testing::ValuesIn(golden_files()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace kwiki::test
