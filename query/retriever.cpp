@@ -121,7 +121,7 @@ struct Retriever::Impl {
     }
     for (const auto& m : intent.mnemonics) add(m, 2.0, "mnemonic");
     for (const auto& d : intent.dsls) add(d, 0.6, "dsl");
-    for (const auto& d : intent.dtypes) add(d, 0.5, "dtype");
+    for (const auto& d : intent.dtypes) add(d, 0.9, "dtype");
     for (const auto& f : intent.hardware_fields) {
       std::string words = f;
       std::replace_if(words.begin(), words.end(), [](char c) { return c == '.' || c == '_'; }, ' ');
@@ -217,19 +217,23 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       Xapian::Query filter;
       bool other_architecture = false;
     };
+    // Candidate generation widens in stages (primary operator and symptom, operator, any named
+    // operator, symptom, the whole scope); the pooled candidates are then ranked together, so a
+    // cross-cutting record can outrank a weak operator match. Other architectures come last.
     std::vector<Stage> plan;
     const bool has_op = !intent.operators.empty();
     const bool has_sym = !intent.symptoms.empty();
+    const std::vector<std::string> primary_ops = has_op ? std::vector<std::string>{intent.operators.front()} : std::vector<std::string>{};
+    const Xapian::Query primary_filter = has_op ? any_of(term::kOperator, primary_ops) : Xapian::Query::MatchAll;
     const Xapian::Query op_filter = has_op ? any_of(term::kOperator, intent.operators) : Xapian::Query::MatchAll;
     const Xapian::Query sym_filter = has_sym ? any_of(term::kSymptom, intent.symptoms) : Xapian::Query::MatchAll;
-    if (has_op && has_sym)
-      plan.push_back({"operator and symptom", Xapian::Query(Xapian::Query::OP_FILTER, scope,
-                                                              Xapian::Query(Xapian::Query::OP_AND, op_filter, sym_filter))});
-    if (has_op) plan.push_back({"operator", Xapian::Query(Xapian::Query::OP_FILTER, scope, op_filter)});
-    if (has_sym) plan.push_back({"symptom", Xapian::Query(Xapian::Query::OP_FILTER, scope, sym_filter)});
+    auto within = [&](const Xapian::Query& q) { return Xapian::Query(Xapian::Query::OP_FILTER, scope, q); };
+    if (has_op && has_sym) plan.push_back({"operator and symptom", within(Xapian::Query(Xapian::Query::OP_AND, primary_filter, sym_filter))});
+    if (has_op) plan.push_back({"operator", within(primary_filter)});
+    if (intent.operators.size() > 1) plan.push_back({"any named operator", within(op_filter)});
+    if (has_sym) plan.push_back({"symptom", within(sym_filter)});
     plan.push_back({"scope", scope});
-    if (!vendor.empty() && (!arch.empty() || !intent.unresolved_arch.empty()))
-      plan.push_back({"other architectures of " + vendor, vendor_filter, true});
+    const bool widen_arch = !vendor.empty() && (!arch.empty() || !intent.unresolved_arch.empty());
 
     std::string scope_note = "scope: ";
     if (vendor.empty()) scope_note += "no vendor or architecture named; all records eligible";
@@ -238,29 +242,45 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     else scope_note += "vendor " + vendor + " (no architecture named: all " + vendor + " architectures)";
     notes.push_back(scope_note);
 
-    std::vector<Candidate> out;
-    std::set<std::string> taken;
     Xapian::Enquire enquire(impl_->db);
     enquire.set_weighting_scheme(Xapian::BM25Weight());
     const std::size_t depth = std::clamp<std::size_t>(want * 4, 40, 200);
-    for (std::size_t s = 0; s < plan.size() && out.size() < want; ++s) {
-      const Stage& stage = plan[s];
-      const Xapian::Query query(Xapian::Query::OP_AND_NOT,
-                                Xapian::Query(Xapian::Query::OP_FILTER, text, stage.filter), exact_only);
-      enquire.set_query(query);
+    struct Hit {
+      HitData data;
+      double weight = 0;
+      double worth = 0.5;
+      int stage = 0;
+    };
+    auto run_stage = [&](const Stage& stage, int index, std::vector<Hit>& hits, std::set<std::string>& seen) {
+      enquire.set_query(Xapian::Query(Xapian::Query::OP_AND_NOT, Xapian::Query(Xapian::Query::OP_FILTER, text, stage.filter), exact_only));
       const Xapian::MSet mset = enquire.get_mset(0, static_cast<Xapian::doccount>(depth));
-      double max_weight = 0;
-      for (auto it = mset.begin(); it != mset.end(); ++it) max_weight = std::max(max_weight, it.get_weight());
-      std::vector<Candidate> found;
+      std::size_t added = 0;
       for (auto it = mset.begin(); it != mset.end(); ++it) {
-        const HitData h = decode(it.get_document().get_data());
-        if (taken.contains(h.key)) continue;
-        if (stage.other_architecture && (h.arch == arch || h.arch == "generic")) continue;
+        Hit h;
+        h.data = decode(it.get_document().get_data());
+        if (stage.other_architecture && (h.data.arch == arch || h.data.arch == "generic")) continue;
+        if (!seen.insert(h.data.key).second) continue;
+        h.weight = it.get_weight();
+        h.worth = Xapian::sortable_unserialise(it.get_document().get_value(term::kSlotWorth));
+        h.stage = index;
+        hits.push_back(std::move(h));
+        ++added;
+      }
+      stages.push_back({{"stage", stage.name}, {"matches", mset.get_matches_estimated()}, {"added", added}});
+      return added;
+    };
+
+    auto score_hits = [&](std::vector<Hit>& hits, const std::string& stage_label, bool other_architecture) {
+      double max_weight = 0;
+      for (const auto& h : hits) max_weight = std::max(max_weight, h.weight);
+      std::vector<Candidate> found;
+      for (const auto& hit : hits) {
+        const HitData& h = hit.data;
         Candidate c;
         c.key = h.key;
         c.type = h.type;
-        c.stage = static_cast<int>(s);
-        c.bm25 = it.get_weight();
+        c.stage = hit.stage;
+        c.bm25 = hit.weight;
         const double text_part = max_weight > 0 ? c.bm25 / max_weight : 0;
         nlohmann::ordered_json parts;
         parts["bm25"] = std::round(c.bm25 * 1000) / 1000;
@@ -276,19 +296,24 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
           c.why.push_back("architecture " + arch);
         } else if (h.arch == "generic") {
           c.match_arch = "architecture-neutral";
-        } else if (stage.other_architecture) {
+        } else if (other_architecture) {
           c.match_arch = "other-architecture";
           c.why.push_back("widened to architecture " + h.arch);
         } else {
           c.match_arch = "fallback";
         }
-        if (has_op && overlaps(h.operators, intent.operators)) {
-          bonus("operator", 0.15);
-          for (const auto& o : intent.operators)
-            if (std::find(h.operators.begin(), h.operators.end(), o) != h.operators.end()) { c.why.push_back("operator " + o); break; }
+        if (has_op) {
+          if (overlaps(h.operators, primary_ops)) {
+            bonus("operator", 0.35);
+            c.why.push_back("operator " + primary_ops.front());
+          } else if (overlaps(h.operators, intent.operators)) {
+            bonus("operator", 0.12);
+            for (const auto& o : intent.operators)
+              if (std::find(h.operators.begin(), h.operators.end(), o) != h.operators.end()) { c.why.push_back("operator " + o); break; }
+          }
         }
         if (has_sym && overlaps(h.symptoms, intent.symptoms)) {
-          bonus("symptom", 0.10);
+          bonus("symptom", 0.20);
           for (const auto& sy : intent.symptoms)
             if (std::find(h.symptoms.begin(), h.symptoms.end(), sy) != h.symptoms.end()) { c.why.push_back("symptom " + sy); break; }
         }
@@ -300,30 +325,31 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
             bonus("other_dsl", -0.15);
           }
         }
-        if (type_serves(h.type, intent.intents)) bonus("intent_type", 0.25);
+        if (type_serves(h.type, intent.intents)) bonus("intent_type", 0.20);
         if (!intent.products.empty() && overlaps(h.products, intent.products)) {
           bonus("product", 0.10);
           c.why.push_back("product " + intent.products.front());
         }
         for (const auto& m : intent.mnemonics) {
-          std::string family = m.substr(0, m.find_first_of("._"));
-          bool hit = false;
-          for (const auto& tag : h.tags) hit = hit || tag.find(family) != std::string::npos;
-          if (hit) {
-            bonus("mnemonic", 0.30);
+          std::string compact = m;
+          std::replace(compact.begin(), compact.end(), '.', '-');
+          std::replace(compact.begin(), compact.end(), '_', '-');
+          bool hit_tag = false;
+          for (const auto& tag : h.tags) hit_tag = hit_tag || tag == m || compact.rfind(tag, 0) == 0 || tag.rfind(compact, 0) == 0;
+          if (hit_tag) {
+            bonus("mnemonic", 0.40);
             c.why.push_back("instruction " + m);
             break;
           }
         }
-        const double worth = Xapian::sortable_unserialise(it.get_document().get_value(term::kSlotWorth));
-        double prior = 0.10 * (worth - 0.5);
+        double prior = 0.10 * (hit.worth - 0.5);
         if (auto adj = worth_adjust.find(h.key); adj != worth_adjust.end()) prior += adj->second;
         prior = std::clamp(prior, -0.15, 0.15);
         bonus("worth", std::round(prior * 1000) / 1000);
         if (c.why.empty() || text_part > 0.5) c.why.push_back("text match");
         c.score = score;
         parts["score"] = std::round(score * 1000) / 1000;
-        parts["stage"] = stage.name;
+        parts["stage"] = stage_label.empty() ? plan[static_cast<std::size_t>(hit.stage)].name : stage_label;
         c.explain = std::move(parts);
         found.push_back(std::move(c));
       }
@@ -331,22 +357,26 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         if (a.score != b.score) return a.score > b.score;
         return a.key < b.key;
       });
-      nlohmann::ordered_json stage_json;
-      stage_json["stage"] = stage.name;
-      stage_json["matches"] = mset.get_matches_estimated();
-      std::size_t added = 0;
-      for (auto& c : found) {
-        if (out.size() >= want) break;
-        taken.insert(c.key);
-        out.push_back(std::move(c));
-        ++added;
-      }
-      stage_json["added"] = added;
-      stages.push_back(stage_json);
-      if (s > 0 && added > 0) {
-        std::string step = plan[s].other_architecture ? "widened to other " + vendor + " architectures (labelled other-architecture)"
-                                                       : "widened: " + plan[s - 1].name + " filter relaxed to " + plan[s].name;
-        notes.push_back(step);
+      return found;
+    };
+
+    std::vector<Hit> pool;
+    std::set<std::string> seen;
+    for (std::size_t s = 0; s < plan.size() && pool.size() < want * 2; ++s) {
+      const std::size_t added = run_stage(plan[s], static_cast<int>(s), pool, seen);
+      if (s > 0 && added > 0) notes.push_back("widened: " + plan[s - 1].name + " filter relaxed to " + plan[s].name);
+    }
+    std::vector<Candidate> out = score_hits(pool, "", false);
+    if (out.size() > want) out.resize(want);
+    if (out.size() < want && widen_arch) {
+      std::vector<Hit> others;
+      plan.push_back({"other architectures of " + vendor, vendor_filter, true});
+      if (run_stage(plan.back(), static_cast<int>(plan.size() - 1), others, seen) > 0) {
+        notes.push_back("widened to other " + vendor + " architectures (labelled other-architecture)");
+        for (auto& c : score_hits(others, plan.back().name, true)) {
+          if (out.size() >= want) break;
+          out.push_back(std::move(c));
+        }
       }
     }
     return out;
