@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 
 #include "kwiki/error.hpp"
 #include "lexicon.hpp"
@@ -204,6 +205,15 @@ Intent extract_intent(std::string_view request) {
     for (const auto& m : intent.mnemonics)
       if (intent.vendor.empty()) intent.vendor = lex.vendor_of_mnemonic(m);
   if (intent.intents.empty() && !intent.symptoms.empty()) intent.intents.push_back("diagnosis");
+  // Two vendors named (porting, comparing): both scopes are searched, none is a boundary.
+  std::set<std::string> vendors;
+  for (const auto& p : intent.products)
+    if (const auto* kp = lex.product(p)) vendors.insert(kp->vendor);
+  if (vendors.size() > 1) {
+    intent.vendor.clear();
+    intent.arch.clear();
+    intent.notes.push_back("products of two vendors named; records of both are eligible");
+  }
   if (!intent.arch.empty() && !lex.arch_recorded(intent.arch)) {
     // Known, but kwiki holds no records for it: keep the vendor boundary, never the neighbour's.
     intent.unresolved_arch = intent.arch;

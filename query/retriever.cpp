@@ -223,6 +223,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     std::vector<Stage> plan;
     const bool has_op = !intent.operators.empty();
     const bool has_sym = !intent.symptoms.empty();
+    const bool measured_symptom = std::any_of(intent.measured.begin(), intent.measured.end(), [](const MeasuredSymptom& m) { return m.applies; });
     const std::vector<std::string> primary_ops = has_op ? std::vector<std::string>{intent.operators.front()} : std::vector<std::string>{};
     const Xapian::Query primary_filter = has_op ? any_of(term::kOperator, primary_ops) : Xapian::Query::MatchAll;
     const Xapian::Query op_filter = has_op ? any_of(term::kOperator, intent.operators) : Xapian::Query::MatchAll;
@@ -313,7 +314,8 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
           }
         }
         if (has_sym && overlaps(h.symptoms, intent.symptoms)) {
-          bonus("symptom", 0.20);
+          // A symptom backed by a measured number is what the request is about.
+          bonus("symptom", measured_symptom ? 0.45 : 0.20);
           for (const auto& sy : intent.symptoms)
             if (std::find(h.symptoms.begin(), h.symptoms.end(), sy) != h.symptoms.end()) { c.why.push_back("symptom " + sy); break; }
         }
