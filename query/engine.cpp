@@ -153,7 +153,8 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
 
   // Kernel knowledge, ranked inside the architecture boundary.
   ordered_json stages = ordered_json::array();
-  {
+  // A hardware-only request about unrecorded products is answered "not recorded", nothing else.
+  if (!(intent.hardware_only() && hardware_missing && answer.records.empty())) {
     const std::size_t room = options.max_records > answer.records.size() ? options.max_records - answer.records.size() : 0;
     if (room > 0) {
       std::vector<std::string> dummy;
