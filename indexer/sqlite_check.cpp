@@ -46,6 +46,17 @@ std::string Statement::text(int column) const {
   return std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)));
 }
 
+Statement& StatementCache::get(const char* sql) {
+  for (auto& [text, statement] : cache_) {
+    if (text == sql) {
+      statement->reset();
+      return *statement;
+    }
+  }
+  cache_.emplace_back(sql, std::make_unique<Statement>(db_, sql));
+  return *cache_.back().second;
+}
+
 void exec_sql(sqlite3* db, const char* sql) {
   char* err = nullptr;
   const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);

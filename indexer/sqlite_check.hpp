@@ -3,7 +3,10 @@
 
 #include <sqlite3.h>
 
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kwiki/error.hpp"
 
@@ -33,6 +36,19 @@ class Statement {
  private:
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
+};
+
+/// Prepared statements kept for the life of a connection: preparing costs more than stepping.
+/// Not thread-safe.
+class StatementCache {
+ public:
+  explicit StatementCache(sqlite3* db) : db_(db) {}
+  /// The statement for `sql`, prepared on first use and reset (bindings cleared) on every call.
+  Statement& get(const char* sql);
+
+ private:
+  sqlite3* db_;
+  std::vector<std::pair<std::string, std::unique_ptr<Statement>>> cache_;
 };
 
 /// Runs SQL with no result rows.

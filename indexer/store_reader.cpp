@@ -2,6 +2,7 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <memory>
 
 #include "generation.hpp"
 #include "kwiki/error.hpp"
@@ -47,7 +48,12 @@ struct Store::Impl {
   std::string dir;
   std::string generation;
   sqlite3* db = nullptr;
+  // Prepared once: a query serves ~20 records, and preparing costs more than stepping.
+  std::unique_ptr<detail::Statement> by_key, by_id, facts;
   ~Impl() {
+    by_key.reset();
+    by_id.reset();
+    facts.reset();
     if (db) sqlite3_close(db);
   }
 };
@@ -85,20 +91,32 @@ Store Store::open(const std::string& index_dir) {
 }
 
 std::optional<Record> Store::get(std::string_view key) const {
-  const std::string sql = std::string("SELECT ") + kRecordColumns + " FROM records WHERE key=?1";
-  detail::Statement s(impl_->db, sql.c_str());
-  s.bind(1, std::string(key));
-  if (s.step()) return record_from_row(s);
-  // A bare id may name a record of the private store only.
-  const std::string by_id = std::string("SELECT ") + kRecordColumns + " FROM records WHERE id=?1 ORDER BY store LIMIT 1";
-  detail::Statement t(impl_->db, by_id.c_str());
-  t.bind(1, std::string(key));
-  if (t.step()) return record_from_row(t);
+  if (!impl_->by_key) {
+    const std::string sql = std::string("SELECT ") + kRecordColumns + " FROM records WHERE key=?1";
+    impl_->by_key = std::make_unique<detail::Statement>(impl_->db, sql.c_str());
+    // A bare id may name a record of the private store only.
+    const std::string by_id = std::string("SELECT ") + kRecordColumns + " FROM records WHERE id=?1 ORDER BY store LIMIT 1";
+    impl_->by_id = std::make_unique<detail::Statement>(impl_->db, by_id.c_str());
+  }
+  for (detail::Statement* s : {impl_->by_key.get(), impl_->by_id.get()}) {
+    s->bind(1, std::string(key));
+    const bool found = s->step();
+    std::optional<Record> out;
+    if (found) out = record_from_row(*s);
+    s->reset();
+    if (found) return out;
+  }
   return std::nullopt;
 }
 
 std::vector<HardwareFact> Store::facts(std::string_view key) const {
-  detail::Statement s(impl_->db, "SELECT path,value,number,unit,evidence FROM hw_facts WHERE key=?1 ORDER BY path");
+  if (!impl_->facts)
+    impl_->facts = std::make_unique<detail::Statement>(impl_->db, "SELECT path,value,number,unit,evidence FROM hw_facts WHERE key=?1 ORDER BY path");
+  detail::Statement& s = *impl_->facts;
+  struct Reset {
+    detail::Statement& s;
+    ~Reset() { s.reset(); }
+  } reset{s};
   s.bind(1, std::string(key));
   std::vector<HardwareFact> out;
   while (s.step()) {

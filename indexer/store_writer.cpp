@@ -37,6 +37,7 @@ CREATE INDEX hw_facts_by_product ON hw_facts(product, path);
 CREATE INDEX hw_facts_by_key ON hw_facts(key, path);
 CREATE INDEX aliases_by_alias ON aliases(alias, kind);
 CREATE INDEX records_by_id ON records(id);
+CREATE INDEX records_by_type_product ON records(type, product);
 )sql";
 
 std::string lower(std::string s) {
@@ -123,7 +124,9 @@ Xapian::TermGenerator make_term_generator() {
 
 Xapian::Document make_search_document(const Record& r, Xapian::TermGenerator& generator) {
   Xapian::Document doc;
-  doc.set_data(encode_search_data(r));
+  doc.set_data(r.key);
+  // Values are read without inflating the document data: the ranker reads this slot per hit.
+  doc.add_value(term::kSlotHit, encode_search_data(r));
   doc.add_value(term::kSlotKey, r.key);
   doc.add_value(term::kSlotWorth, Xapian::sortable_serialise(r.worth));
   doc.add_boolean_term(std::string(term::kId) + r.key);

@@ -17,7 +17,7 @@ namespace kwiki::detail {
 inline constexpr const char* kStoreFile = "store.sqlite";
 inline constexpr const char* kXapianDir = "xapian";
 /// Version of the on-disk layout; bump when the store schema changes.
-inline constexpr int kStoreFormat = 2;
+inline constexpr int kStoreFormat = 4;
 
 /// Xapian boolean term prefixes and value slots, shared by the writer and the query engine.
 namespace term {
@@ -35,6 +35,7 @@ inline constexpr const char* kStore = "XR";
 inline constexpr const char* kSource = "XC";
 inline constexpr unsigned kSlotKey = 0;
 inline constexpr unsigned kSlotWorth = 1;
+inline constexpr unsigned kSlotHit = 2;  ///< encode_search_data(): what the ranker reads per hit
 }  // namespace term
 
 /// Makes the search document of a record (terms, values). Thread-safe when each thread

@@ -17,14 +17,8 @@ std::string render_record(const AnswerRecord& a) {
   head["store"] = r.store;
   head["source"] = r.source;
   head["type"] = r.type;
-  ordered_json applies_to = ordered_json::parse(r.applies_to_json);
-  if (a.compact) {
-    ordered_json small;
-    for (const char* key : {"vendor", "arch"})
-      if (applies_to.contains(key)) small[key] = applies_to[key];
-    applies_to = std::move(small);
-  }
-  head["applies_to"] = std::move(applies_to);
+  // applies_to is stored as JSON text; it is spliced, and parsed only to compact it.
+  head["applies_to"] = nullptr;
   ordered_json match;
   match["arch"] = a.match_arch;
   match["why"] = a.compact ? std::vector<std::string>{} : a.why;
@@ -32,7 +26,17 @@ std::string render_record(const AnswerRecord& a) {
   if (!r.confidence.empty() && !a.compact) head["confidence"] = r.confidence;
   if (!r.tier.empty() && !a.compact) head["tier"] = r.tier;
   if (!a.explain_json.empty()) head["explain"] = ordered_json::parse(a.explain_json);
+  std::string applies_to = r.applies_to_json;
+  if (a.compact) {
+    const ordered_json full = ordered_json::parse(r.applies_to_json);
+    ordered_json small;
+    for (const char* key : {"vendor", "arch"})
+      if (full.contains(key)) small[key] = full[key];
+    applies_to = dump(small);
+  }
   std::string text = dump(head);
+  const std::string placeholder = "\"applies_to\":null";
+  text.replace(text.find(placeholder), placeholder.size(), "\"applies_to\":" + applies_to);
   text.pop_back();  // reopen the object to append the payload bytes
   text += ",\"payload\":";
   text += a.payload_override.empty() ? r.payload : a.payload_override;

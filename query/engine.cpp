@@ -61,10 +61,11 @@ struct QueryEngine::Impl {
   Store store;
   detail::Retriever retriever;
   detail::StateDb state;
+  detail::StatementCache statements;
 
   Impl(std::string dir, Store s)
       : index_dir(std::move(dir)), store(std::move(s)),
-        retriever(store.generation_dir() + "/" + detail::kXapianDir), state(index_dir) {}
+        retriever(store.generation_dir() + "/" + detail::kXapianDir), state(index_dir), statements(store.sqlite()) {}
 
   AnswerRecord record_entry(const std::string& key, const std::string& match, std::vector<std::string> why) {
     AnswerRecord a;
@@ -128,9 +129,9 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
   const bool wants_hw = intent.wants_hardware() && (!intent.products.empty() || intent.symptoms.empty());
   if (wants_hw && intent.products.empty())
     answer.notes.push_back("hardware facts are per product: name one (e.g. H200, MI300X) for exact numbers");
-  const std::vector<std::string> recorded = wants_hw ? detail::recorded_products(impl_->store) : std::vector<std::string>{};
+  const std::vector<std::string> recorded = wants_hw ? detail::recorded_products(impl_->statements) : std::vector<std::string>{};
   for (const auto& product : wants_hw ? intent.products : std::vector<std::string>{}) {
-    const std::string key = detail::spec_sheet_key(impl_->store, product);
+    const std::string key = detail::spec_sheet_key(impl_->statements, product);
     if (key.empty()) {
       hardware_missing = true;
       answer.notes.push_back(detail::not_recorded_note(lex, product, recorded));
@@ -147,7 +148,7 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
         facts.push_back(std::move(f));
       }
     }
-    for (const auto& ceiling : detail::measured_ceiling_keys(impl_->store, product))
+    for (const auto& ceiling : detail::measured_ceiling_keys(impl_->statements, product))
       if (used.insert(ceiling).second) answer.records.push_back(impl_->record_entry(ceiling, "exact", {"measured on " + product}));
   }
 
@@ -158,7 +159,7 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
     const std::size_t room = options.max_records > answer.records.size() ? options.max_records - answer.records.size() : 0;
     if (room > 0) {
       std::vector<std::string> dummy;
-      auto candidates = impl_->retriever.retrieve(intent, room + used.size(), {}, answer.notes, stages);
+      auto candidates = impl_->retriever.retrieve(intent, room + used.size(), {}, answer.notes, stages, options.explain);
       // Feedback adjusts the prior: rerank once with the adjustments of the candidates found.
       std::vector<std::string> keys;
       for (const auto& c : candidates) keys.push_back(c.key);
@@ -166,7 +167,7 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
       if (!adjust.empty()) {
         ordered_json ignored = ordered_json::array();
         std::vector<std::string> ignored_notes;
-        candidates = impl_->retriever.retrieve(intent, room + used.size(), adjust, ignored_notes, ignored);
+        candidates = impl_->retriever.retrieve(intent, room + used.size(), adjust, ignored_notes, ignored, options.explain);
       }
       for (auto& c : candidates) {
         if (answer.records.size() >= options.max_records) break;
@@ -213,14 +214,14 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
 HardwareAnswer QueryEngine::hardware(const std::string& product, const std::string& field, const std::string& vs) {
   const detail::Lexicon& lex = detail::Lexicon::embedded();
   HardwareAnswer out;
-  const auto recorded = detail::recorded_products(impl_->store);
+  const auto recorded = detail::recorded_products(impl_->statements);
   std::vector<const Record*> sheets;
   for (const auto& spelling : {product, vs}) {
     if (spelling.empty()) continue;
-    const auto r = detail::resolve_product(impl_->store, lex, spelling);
+    const auto r = detail::resolve_product(impl_->statements, lex, spelling);
     if (r.status == detail::ProductResolution::Status::kRecorded) {
       out.answer.records.push_back(impl_->record_entry(r.key, "exact", {"product " + r.product}));
-      for (const auto& ceiling : detail::measured_ceiling_keys(impl_->store, r.product))
+      for (const auto& ceiling : detail::measured_ceiling_keys(impl_->statements, r.product))
         out.answer.records.push_back(impl_->record_entry(ceiling, "exact", {"measured on " + r.product}));
       continue;
     }

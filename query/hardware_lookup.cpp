@@ -21,8 +21,8 @@ std::string normalize_alias(const std::string& s) {
   return out;
 }
 
-std::optional<std::pair<std::string, std::string>> alias_target(const Store& store, const std::string& alias) {
-  Statement s(store.sqlite(), "SELECT target,key FROM aliases WHERE alias=?1 AND kind='product' ORDER BY key LIMIT 1");
+std::optional<std::pair<std::string, std::string>> alias_target(StatementCache& db, const std::string& alias) {
+  Statement& s = db.get("SELECT target,key FROM aliases WHERE alias=?1 AND kind='product' ORDER BY key LIMIT 1");
   s.bind(1, alias);
   if (!s.step()) return std::nullopt;
   return std::make_pair(s.text(0), s.text(1));
@@ -39,9 +39,9 @@ nlohmann::ordered_json sources_of(const Record& sheet) {
 
 }  // namespace
 
-ProductResolution resolve_product(const Store& store, const Lexicon& lexicon, const std::string& spelling) {
+ProductResolution resolve_product(StatementCache& db, const Lexicon& lexicon, const std::string& spelling) {
   ProductResolution r;
-  if (auto hit = alias_target(store, normalize_alias(spelling))) {
+  if (auto hit = alias_target(db, normalize_alias(spelling))) {
     r.status = ProductResolution::Status::kRecorded;
     r.product = hit->first;
     r.key = hit->second;
@@ -51,11 +51,11 @@ ProductResolution resolve_product(const Store& store, const Lexicon& lexicon, co
   const auto tokens = Lexicon::tokenize(spelling);
   std::string phrase;
   for (const auto& t : tokens) phrase += (phrase.empty() ? "" : " ") + t;
-  if (const auto* entries = lexicon.lookup(phrase)) {
-    for (const auto& e : *entries) {
+  {
+    for (const auto& e : lexicon.lookup(phrase)) {
       if (e.kind != LexKind::kProduct) continue;
       r.product = e.value;
-      r.key = spec_sheet_key(store, e.value);
+      r.key = spec_sheet_key(db, e.value);
       r.status = r.key.empty() ? ProductResolution::Status::kKnownUnrecorded : ProductResolution::Status::kRecorded;
       return r;
     }
@@ -63,20 +63,20 @@ ProductResolution resolve_product(const Store& store, const Lexicon& lexicon, co
   return r;
 }
 
-std::string spec_sheet_key(const Store& store, const std::string& product) {
-  if (auto hit = alias_target(store, normalize_alias(product))) return hit->second;
+std::string spec_sheet_key(StatementCache& db, const std::string& product) {
+  if (auto hit = alias_target(db, normalize_alias(product))) return hit->second;
   return {};
 }
 
-std::vector<std::string> recorded_products(const Store& store) {
-  Statement s(store.sqlite(), "SELECT DISTINCT target FROM aliases WHERE kind='product' ORDER BY target");
+std::vector<std::string> recorded_products(StatementCache& db) {
+  Statement& s = db.get("SELECT DISTINCT target FROM aliases WHERE kind='product' ORDER BY target");
   std::vector<std::string> out;
   while (s.step()) out.push_back(s.text(0));
   return out;
 }
 
-std::vector<std::string> measured_ceiling_keys(const Store& store, const std::string& product) {
-  Statement s(store.sqlite(), "SELECT key FROM records WHERE type='measured-ceiling' AND product=?1 ORDER BY key");
+std::vector<std::string> measured_ceiling_keys(StatementCache& db, const std::string& product) {
+  Statement& s = db.get("SELECT key FROM records WHERE type='measured-ceiling' AND product=?1 ORDER BY key");
   s.bind(1, product);
   std::vector<std::string> out;
   while (s.step()) out.push_back(s.text(0));

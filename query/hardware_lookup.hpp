@@ -8,6 +8,7 @@
 #include "kwiki/query.hpp"
 #include "kwiki/store.hpp"
 #include "lexicon.hpp"
+#include "sqlite_check.hpp"
 
 namespace kwiki::detail {
 
@@ -20,16 +21,16 @@ struct ProductResolution {
 
 /// Resolves a spelling ("H200 SXM", "h200-141gb", "mi300x") against the store's aliases, then
 /// the lexicon. Never guesses a sibling: an unrecorded product stays unrecorded.
-ProductResolution resolve_product(const Store& store, const Lexicon& lexicon, const std::string& spelling);
+ProductResolution resolve_product(StatementCache& db, const Lexicon& lexicon, const std::string& spelling);
 
 /// Spec-sheet record key of a canonical product slug, or "".
-std::string spec_sheet_key(const Store& store, const std::string& product);
+std::string spec_sheet_key(StatementCache& db, const std::string& product);
 
 /// Canonical slugs of every recorded product, sorted.
-std::vector<std::string> recorded_products(const Store& store);
+std::vector<std::string> recorded_products(StatementCache& db);
 
 /// Keys of the measured-ceiling records of a product, sorted.
-std::vector<std::string> measured_ceiling_keys(const Store& store, const std::string& product);
+std::vector<std::string> measured_ceiling_keys(StatementCache& db, const std::string& product);
 
 /// Answers one field (exact path, or every fact under a prefix) of a spec sheet. "roofline"
 /// computes ridge points from the peaks and bandwidth. Empty when the sheet records nothing

@@ -29,7 +29,11 @@ void set_arch(Intent& intent, const Lexicon& lex, const std::string& arch) {
   if (intent.vendor.empty()) intent.vendor = lex.vendor_of_arch(arch);
 }
 
-void apply_entry(Intent& intent, const Lexicon& lex, const LexEntry& e) {
+void apply_entry(Intent& intent, const Lexicon& lex, const LexEntry& entry) {
+  struct {
+    LexKind kind;
+    std::string value;
+  } e{entry.kind, entry.value};
   switch (e.kind) {
     case LexKind::kProduct: {
       push_unique(intent.products, e.value);
@@ -67,8 +71,10 @@ std::string sanitize(std::string_view request, bool& truncated) {
 
 void extract_targets(Intent& intent, const Lexicon& lex, const std::string& lower) {
   re2::StringPiece input(lower);
+  const bool maybe_sm = lower.find("sm") != std::string::npos;
+  const bool maybe_gfx = lower.find("gfx") != std::string::npos;
   std::string number, suffix;
-  while (RE2::FindAndConsume(&input, lex.nvidia_target(), &number, &suffix)) {
+  while (maybe_sm && RE2::FindAndConsume(&input, lex.nvidia_target(), &number, &suffix)) {
     const std::string arch = lex.arch_of_target("nvidia", number);
     const std::string target = "sm_" + number + suffix;
     if (intent.target.empty()) intent.target = target;
@@ -81,7 +87,7 @@ void extract_targets(Intent& intent, const Lexicon& lex, const std::string& lowe
   }
   input = re2::StringPiece(lower);
   std::string features;
-  while (RE2::FindAndConsume(&input, lex.amd_target(), &number, &features)) {
+  while (maybe_gfx && RE2::FindAndConsume(&input, lex.amd_target(), &number, &features)) {
     const std::string arch = lex.arch_of_target("amd", number);
     const std::string target = "gfx" + number + features;
     if (intent.target.empty()) intent.target = target;
@@ -95,11 +101,17 @@ void extract_targets(Intent& intent, const Lexicon& lex, const std::string& lowe
 }
 
 void extract_measured(Intent& intent, const Lexicon& lex, const std::string& lower) {
+  // Every symptom pattern reads a number: no digit, nothing to do.
+  if (lower.find_first_of("0123456789") == std::string::npos) return;
   for (const auto& pattern : lex.symptom_patterns()) {
+    const bool possible = pattern.requires_any.empty() ||
+                          std::any_of(pattern.requires_any.begin(), pattern.requires_any.end(),
+                                      [&](const std::string& word) { return lower.find(word) != std::string::npos; });
+    if (!possible) continue;  // its pattern is never compiled for this request
     re2::StringPiece input(lower);
     std::string number;
     const char* before = input.data();
-    while (RE2::FindAndConsume(&input, *pattern.re, &number)) {
+    while (RE2::FindAndConsume(&input, pattern.re->get(), &number)) {
       MeasuredSymptom m;
       m.label = pattern.label;
       m.value = std::strtod(number.c_str(), nullptr);
@@ -161,10 +173,15 @@ Intent extract_intent(std::string_view request) {
   {
     re2::StringPiece input(lower);
     std::string mnemonic;
-    while (RE2::FindAndConsume(&input, lex.mnemonic(), &mnemonic)) push_unique(intent.mnemonics, mnemonic);
+    const bool maybe_mnemonic = lower.find_first_of("._") != std::string::npos || lower.find("wgmma") != std::string::npos ||
+                                lower.find("mapa") != std::string::npos || lower.find("ldmatrix") != std::string::npos ||
+                                lower.find("stmatrix") != std::string::npos || lower.find("setmaxnreg") != std::string::npos ||
+                                lower.find("tcgen05") != std::string::npos || lower.find("mbarrier") != std::string::npos;
+    while (maybe_mnemonic && RE2::FindAndConsume(&input, lex.mnemonic(), &mnemonic)) push_unique(intent.mnemonics, mnemonic);
     input = re2::StringPiece(lower);
     std::string shape;
-    while (RE2::FindAndConsume(&input, lex.shape(), &shape)) {
+    const bool maybe_shape = lower.find_first_of("x*\xc3") != std::string::npos && lower.find_first_of("0123456789") != std::string::npos;
+    while (maybe_shape && RE2::FindAndConsume(&input, lex.shape(), &shape)) {
       shape.erase(std::remove(shape.begin(), shape.end(), ' '), shape.end());
       push_unique(intent.shapes, shape);
     }
@@ -177,8 +194,9 @@ Intent extract_intent(std::string_view request) {
     for (std::size_t n = std::min(lex.longest_phrase(), tokens.size() - i); n >= 1; --n) {
       std::string phrase = tokens[i];
       for (std::size_t k = 1; k < n; ++k) phrase += " " + tokens[i + k];
-      if (const auto* entries = lex.lookup(phrase)) {
-        for (const auto& e : *entries) apply_entry(intent, lex, e);
+      const auto entries = lex.lookup(phrase);
+      if (!entries.empty()) {
+        for (const auto& e : entries) apply_entry(intent, lex, e);
         matched = n;
         break;
       }
@@ -187,7 +205,8 @@ Intent extract_intent(std::string_view request) {
       const std::string& t = tokens[i];
       const bool numeric = t.find_first_not_of("0123456789.x%") == std::string::npos;
       // Targets (sm_90a, gfx942:...) were read by the target patterns already.
-      const bool target = RE2::FullMatch(t, "(sm_?\\d+[af]?|gfx\\w+(:[a-z]+[+-])*)");
+      static const RE2 kTargetToken("(sm_?\\d+[af]?|gfx\\w+(:[a-z]+[+-])*)");
+      const bool target = RE2::FullMatch(t, kTargetToken);
       if (!lex.is_stopword(t) && !numeric && !target && t.size() > 1 && t.size() <= 64 && intent.free_terms.size() < kMaxFreeTerms)
         push_unique(intent.free_terms, t);
       matched = 1;

@@ -1,6 +1,8 @@
 // The intent lexicon (gpu-wiki/lexicon/lexicon.json, embedded at build time) in lookup form.
 #include "lexicon.hpp"
 
+#include "tokenize.hpp"
+
 #include <algorithm>
 #include <cctype>
 
@@ -8,24 +10,31 @@
 
 namespace kwiki::detail {
 
-extern const char* const kLexiconText;
+extern const LexPhrase kLexPhrases[];
+extern const std::size_t kLexPhraseCount;
+extern const std::size_t kLexLongestPhrase;
+extern const char* const kLexiconRestText;
 
 namespace {
 
-std::unique_ptr<RE2> compile(const std::string& pattern) {
-  RE2::Options options;
-  options.set_case_sensitive(false);
-  options.set_log_errors(false);
-  auto re = std::make_unique<RE2>(pattern, options);
-  if (!re->ok()) throw Error(ErrorCode::kInternal, "lexicon pattern does not compile: " + pattern + ": " + re->error());
-  return re;
-}
+std::unique_ptr<LazyRegex> compile(const std::string& pattern) { return std::make_unique<LazyRegex>(pattern); }
 
 bool is_token_char(unsigned char c) {
   return std::isalnum(c) || c == '_' || c == '.' || c == '+' || c == ':' || c == '/' || c == '#' || c >= 0x80;
 }
 
 }  // namespace
+
+const RE2& LazyRegex::get() const {
+  std::call_once(once_, [this] {
+    RE2::Options options;
+    options.set_case_sensitive(false);
+    options.set_log_errors(false);
+    re_ = std::make_unique<RE2>(pattern_, options);
+    if (!re_->ok()) throw Error(ErrorCode::kInternal, "lexicon pattern does not compile: " + pattern_ + ": " + re_->error());
+  });
+  return *re_;
+}
 
 const char* lex_kind_name(LexKind kind) {
   switch (kind) {
@@ -42,77 +51,26 @@ const char* lex_kind_name(LexKind kind) {
   return "?";
 }
 
-std::vector<std::string> Lexicon::tokenize(std::string_view text) {
-  std::vector<std::string> tokens;
-  std::string current;
-  auto flush = [&] {
-    // Sentence punctuation is not part of a token: "rmsnorm." -> "rmsnorm".
-    while (!current.empty() && (current.back() == '.' || current.back() == ':' || current.back() == '/' ||
-                                current.back() == '#'))
-      current.pop_back();
-    while (!current.empty() && (current.front() == '.' || current.front() == ':' || current.front() == '/' ||
-                                current.front() == '+' || current.front() == '#'))
-      current.erase(current.begin());
-    if (!current.empty()) tokens.push_back(std::move(current));
-    current.clear();
-  };
-  for (unsigned char c : text) {
-    if (is_token_char(c)) current += static_cast<char>(std::tolower(c));
-    else flush();
-  }
-  flush();
-  return tokens;
-}
+std::vector<std::string> Lexicon::tokenize(std::string_view text) { return detail::tokenize(text); }
 
-void Lexicon::add_phrase(const std::string& name, LexKind kind, const std::string& value) {
-  const auto tokens = tokenize(name);
-  if (tokens.empty()) return;
-  std::string key;
-  for (const auto& t : tokens) key += (key.empty() ? "" : " ") + t;
-  auto& entries = phrases_[key];
-  for (const auto& e : entries)
-    if (e.kind == kind && e.value == value) return;
-  entries.push_back({kind, value});
-  longest_phrase_ = std::max(longest_phrase_, tokens.size());
-}
-
-Lexicon::Lexicon(const nlohmann::json& doc) {
+Lexicon::Lexicon(std::span<const LexPhrase> phrases, std::size_t longest_phrase, const nlohmann::json& doc)
+    : phrases_(phrases), longest_phrase_(longest_phrase) {
   try {
     for (const auto& p : doc.at("products")) {
-      KnownProduct kp{p.at("product"), p.at("vendor"), p.at("arch"), p.value("target", ""), {}};
-      for (const auto& n : p.at("names")) {
-        kp.names.push_back(n);
-        add_phrase(n, LexKind::kProduct, kp.product);
-      }
-      add_phrase(kp.product, LexKind::kProduct, kp.product);
-      products_.push_back(std::move(kp));
+      products_.push_back(KnownProduct{p.at("product"), p.at("vendor"), p.at("arch"), p.value("target", ""), {}});
     }
     for (const auto& a : doc.at("architectures")) {
       const std::string arch = a.at("arch");
       arch_vendor_[arch] = a.at("vendor");
-      add_phrase(arch, LexKind::kArch, arch);
-      for (const auto& n : a.at("names")) add_phrase(n, LexKind::kArch, arch);
     }
     for (const auto& a : doc.at("recorded_architectures")) recorded_arches_.insert(a.get<std::string>());
     for (const auto& [k, v] : doc.at("targets").at("nvidia").items()) nvidia_targets_[k] = v;
     for (const auto& [k, v] : doc.at("targets").at("amd").items()) amd_targets_[k] = v;
-    for (const auto& [vendor, names] : doc.at("vendors").items())
-      for (const auto& n : names) add_phrase(n, LexKind::kVendor, vendor);
-    for (const auto& f : doc.at("frameworks"))
-      for (const auto& n : f.at("names")) add_phrase(n, LexKind::kDsl, f.at("dsl"));
     for (const auto& o : doc.at("operators")) {
       const std::string op = o.at("operator");
       operator_workload_[op] = o.value("workload", "");
-      add_phrase(op, LexKind::kOperator, op);
-      for (const auto& n : o.at("names")) add_phrase(n, LexKind::kOperator, op);
       if (o.contains("also"))
         for (const auto& a : o.at("also")) operator_also_[op].push_back(a);
-    }
-    for (const auto& [dtype, names] : doc.at("dtypes").items())
-      for (const auto& n : names) add_phrase(n, LexKind::kDtype, dtype);
-    for (const auto& s : doc.at("symptoms")) {
-      add_phrase(s.at("label"), LexKind::kSymptom, s.at("label"));
-      for (const auto& n : s.at("names")) add_phrase(n, LexKind::kSymptom, s.at("label"));
     }
     for (const auto& sp : doc.at("symptom_patterns")) {
       SymptomPattern pattern;
@@ -121,12 +79,10 @@ Lexicon::Lexicon(const nlohmann::json& doc) {
       pattern.below = sp.value("below", -1.0);
       pattern.above = sp.value("above", -1.0);
       pattern.what = sp.value("what", "");
+      if (sp.contains("requires"))
+        for (const auto& r : sp.at("requires")) pattern.requires_any.push_back(r.get<std::string>());
       symptom_patterns_.push_back(std::move(pattern));
     }
-    for (const auto& [intent, names] : doc.at("intents").items())
-      for (const auto& n : names) add_phrase(n, LexKind::kIntent, intent);
-    for (const auto& f : doc.at("hardware_fields"))
-      for (const auto& n : f.at("names")) add_phrase(n, LexKind::kHardwareField, f.at("field"));
     for (const auto& [word, list] : doc.at("synonyms").items())
       for (const auto& s : list) synonyms_[word].push_back(s);
     for (const auto& s : doc.at("stopwords")) stopwords_.insert(s.get<std::string>());
@@ -144,13 +100,18 @@ Lexicon::Lexicon(const nlohmann::json& doc) {
 }
 
 const Lexicon& Lexicon::embedded() {
-  static const Lexicon lexicon(nlohmann::json::parse(kLexiconText));
+  static const Lexicon lexicon(std::span<const LexPhrase>(kLexPhrases, kLexPhraseCount), kLexLongestPhrase,
+                               nlohmann::json::parse(kLexiconRestText));
   return lexicon;
 }
 
-const std::vector<LexEntry>* Lexicon::lookup(const std::string& phrase) const {
-  auto it = phrases_.find(phrase);
-  return it == phrases_.end() ? nullptr : &it->second;
+std::span<const LexPhrase> Lexicon::lookup(std::string_view phrase) const {
+  // The table is sorted by phrase (byte order): the meanings of one phrase are adjacent.
+  const auto less = [](const LexPhrase& p, std::string_view key) { return std::string_view(p.phrase) < key; };
+  auto first = std::lower_bound(phrases_.begin(), phrases_.end(), phrase, less);
+  auto last = first;
+  while (last != phrases_.end() && std::string_view(last->phrase) == phrase) ++last;
+  return {first, last};
 }
 
 std::string Lexicon::nearest_word(const std::string& word) const {
@@ -158,9 +119,10 @@ std::string Lexicon::nearest_word(const std::string& word) const {
   const std::size_t allowed = word.size() >= 7 ? 2 : 1;
   std::string best;
   std::size_t best_distance = allowed + 1;
-  for (const auto& [phrase, entries] : phrases_) {
+  for (const LexPhrase& entry : phrases_) {
+    const std::string_view phrase = entry.phrase;
     if (phrase.find(' ') != std::string::npos || phrase.size() + allowed < word.size() || phrase.size() > word.size() + allowed) continue;
-    if (entries.front().kind == LexKind::kIntent) continue;
+    if (entry.kind == LexKind::kIntent) continue;
     // Levenshtein distance, rows of the shorter word.
     std::vector<std::size_t> prev(phrase.size() + 1), cur(phrase.size() + 1);
     for (std::size_t j = 0; j <= phrase.size(); ++j) prev[j] = j;
@@ -173,7 +135,7 @@ std::string Lexicon::nearest_word(const std::string& word) const {
     const std::size_t d = prev[phrase.size()];
     if (d < best_distance || (d == best_distance && phrase < best)) {
       best_distance = d;
-      best = phrase;
+      best = std::string(phrase);
     }
   }
   return best_distance <= allowed ? best : std::string();

@@ -4,7 +4,9 @@
 #include <re2/re2.h>
 
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -15,11 +17,14 @@ namespace kwiki::detail {
 /// What a phrase of the lexicon names.
 enum class LexKind { kProduct, kArch, kVendor, kDsl, kOperator, kDtype, kSymptom, kIntent, kHardwareField };
 
-/// One meaning of a phrase: its kind and the canonical value (product slug, dsl, label, ...).
-struct LexEntry {
+/// One meaning of a phrase: the phrase (tokens joined by spaces), its kind and the canonical
+/// value (product slug, dsl, label, ...). Generated tables hold these sorted by phrase.
+struct LexPhrase {
+  const char* phrase;
   LexKind kind;
-  std::string value;
+  const char* value;
 };
+using LexEntry = LexPhrase;
 
 /// A product the lexicon knows (recorded in the corpus or not).
 struct KnownProduct {
@@ -27,27 +32,43 @@ struct KnownProduct {
   std::vector<std::string> names;
 };
 
+/// An RE2 pattern compiled on first use (most requests never need most patterns).
+class LazyRegex {
+ public:
+  explicit LazyRegex(std::string pattern) : pattern_(std::move(pattern)) {}
+  const RE2& get() const;
+  const std::string& pattern() const { return pattern_; }
+
+ private:
+  std::string pattern_;
+  mutable std::once_flag once_;
+  mutable std::unique_ptr<RE2> re_;
+};
+
 /// A numeric symptom pattern, e.g. "(\d+)% of DRAM bandwidth" -> memory-bound below 85.
 struct SymptomPattern {
   std::string label;
-  std::unique_ptr<RE2> re;
+  std::unique_ptr<LazyRegex> re;
   double below = -1;  ///< label applies when the number is below this (negative: always)
   double above = -1;  ///< label applies when the number is above this (negative: always)
   std::string what;
+  std::vector<std::string> requires_any;  ///< cheap prefilter: the text must contain one of these
 };
 
 /// The loaded lexicon. Immutable and thread-safe after load.
 class Lexicon {
  public:
-  /// The embedded lexicon, parsed once per process.
+  /// The embedded lexicon (phrase tables compiled at build time), loaded once per process.
   static const Lexicon& embedded();
-  /// Parses a lexicon document; throws kwiki::Error on a malformed one.
-  explicit Lexicon(const nlohmann::json& doc);
+  /// Loads the lexicon from its phrase table and the JSON of everything else; throws
+  /// kwiki::Error on a malformed one.
+  Lexicon(std::span<const LexPhrase> phrases, std::size_t longest_phrase, const nlohmann::json& rest);
 
   /// Lowercases and splits text into tokens the way phrases are matched.
   static std::vector<std::string> tokenize(std::string_view text);
 
-  const std::vector<LexEntry>* lookup(const std::string& phrase) const;
+  /// Every meaning of a phrase (empty when unknown).
+  std::span<const LexPhrase> lookup(std::string_view phrase) const;
   /// The single-word phrase nearest to `word` (one edit, two for words of 7+ letters), or "".
   std::string nearest_word(const std::string& word) const;
   std::size_t longest_phrase() const { return longest_phrase_; }
@@ -64,18 +85,16 @@ class Lexicon {
   std::vector<std::string> operator_also(const std::string& op) const;
   std::string workload_of(const std::string& op) const;
   const std::vector<SymptomPattern>& symptom_patterns() const { return symptom_patterns_; }
-  const RE2& nvidia_target() const { return *nvidia_target_; }
-  const RE2& amd_target() const { return *amd_target_; }
-  const RE2& shape() const { return *shape_; }
-  const RE2& mnemonic() const { return *mnemonic_; }
+  const RE2& nvidia_target() const { return nvidia_target_->get(); }
+  const RE2& amd_target() const { return amd_target_->get(); }
+  const RE2& shape() const { return shape_->get(); }
+  const RE2& mnemonic() const { return mnemonic_->get(); }
   /// Vendor whose ISA a mnemonic belongs to (v_mfma -> amd, wgmma -> nvidia), or "".
   std::string vendor_of_mnemonic(const std::string& mnemonic) const;
   const std::string& not_recorded_procedure() const { return not_recorded_procedure_; }
 
  private:
-  void add_phrase(const std::string& name, LexKind kind, const std::string& value);
-
-  std::unordered_map<std::string, std::vector<LexEntry>> phrases_;
+  std::span<const LexPhrase> phrases_;
   std::size_t longest_phrase_ = 1;
   std::vector<KnownProduct> products_;
   std::unordered_map<std::string, std::string> nvidia_targets_, amd_targets_, arch_vendor_;
@@ -83,7 +102,7 @@ class Lexicon {
   std::unordered_map<std::string, std::vector<std::string>> synonyms_, operator_also_;
   std::unordered_map<std::string, std::string> operator_workload_;
   std::vector<SymptomPattern> symptom_patterns_;
-  std::unique_ptr<RE2> nvidia_target_, amd_target_, shape_, mnemonic_;
+  std::unique_ptr<LazyRegex> nvidia_target_, amd_target_, shape_, mnemonic_;
   std::string not_recorded_procedure_;
   std::vector<std::pair<std::string, std::string>> mnemonic_vendors_;  // (prefix, vendor)
 };

@@ -19,12 +19,16 @@ struct HitData {
   std::vector<std::string> products, operators, symptoms, tags;
 };
 
-std::vector<std::string> split(const std::string& s, char sep) {
+std::vector<std::string> split(std::string_view s, char sep) {
   std::vector<std::string> out;
-  std::string cur;
-  std::istringstream in(s);
-  while (std::getline(in, cur, sep)) out.push_back(cur);
-  return out;
+  if (s.empty()) return out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = s.find(sep, start);
+    out.emplace_back(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
 }
 
 HitData decode(const std::string& data) {
@@ -177,7 +181,7 @@ bool Retriever::knows_word(const std::string& word) {
 }
 
 std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t want, const std::map<std::string, double>& worth_adjust,
-                                           std::vector<std::string>& notes, nlohmann::ordered_json& stages) {
+                                           std::vector<std::string>& notes, nlohmann::ordered_json& stages, bool explain) {
   const Lexicon& lex = Lexicon::embedded();
   try {
     std::vector<WeightedTerm> terms = impl_->text_terms(intent, lex);
@@ -225,14 +229,11 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     const bool has_sym = !intent.symptoms.empty();
     const bool measured_symptom = std::any_of(intent.measured.begin(), intent.measured.end(), [](const MeasuredSymptom& m) { return m.applies; });
     const std::vector<std::string> primary_ops = has_op ? std::vector<std::string>{intent.operators.front()} : std::vector<std::string>{};
-    const Xapian::Query primary_filter = has_op ? any_of(term::kOperator, primary_ops) : Xapian::Query::MatchAll;
-    const Xapian::Query op_filter = has_op ? any_of(term::kOperator, intent.operators) : Xapian::Query::MatchAll;
-    const Xapian::Query sym_filter = has_sym ? any_of(term::kSymptom, intent.symptoms) : Xapian::Query::MatchAll;
+    // Two searches cover the stages: the named operators inside the scope (so a weak text match
+    // on the operator is still a candidate), then the whole scope. Symptom and primary-operator
+    // matches are ranked from each hit's labels, not searched again.
     auto within = [&](const Xapian::Query& q) { return Xapian::Query(Xapian::Query::OP_FILTER, scope, q); };
-    if (has_op && has_sym) plan.push_back({"operator and symptom", within(Xapian::Query(Xapian::Query::OP_AND, primary_filter, sym_filter))});
-    if (has_op) plan.push_back({"operator", within(primary_filter)});
-    if (intent.operators.size() > 1) plan.push_back({"any named operator", within(op_filter)});
-    if (has_sym) plan.push_back({"symptom", within(sym_filter)});
+    if (has_op) plan.push_back({"operator", within(any_of(term::kOperator, intent.operators))});
     plan.push_back({"scope", scope});
     const bool widen_arch = !vendor.empty() && (!arch.empty() || !intent.unresolved_arch.empty());
 
@@ -245,7 +246,8 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
 
     Xapian::Enquire enquire(impl_->db);
     enquire.set_weighting_scheme(Xapian::BM25Weight());
-    const std::size_t depth = std::clamp<std::size_t>(want * 4, 40, 200);
+    const std::size_t depth = std::clamp<std::size_t>(want * 2, 30, 200);
+    std::set<Xapian::docid> seen_docs;
     struct Hit {
       HitData data;
       double weight = 0;
@@ -257,12 +259,15 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       const Xapian::MSet mset = enquire.get_mset(0, static_cast<Xapian::doccount>(depth));
       std::size_t added = 0;
       for (auto it = mset.begin(); it != mset.end(); ++it) {
+        if (seen_docs.contains(*it)) continue;
+        const Xapian::Document doc = it.get_document();
         Hit h;
-        h.data = decode(it.get_document().get_data());
+        h.data = decode(doc.get_value(term::kSlotHit));
         if (stage.other_architecture && (h.data.arch == arch || h.data.arch == "generic")) continue;
         if (!seen.insert(h.data.key).second) continue;
+        seen_docs.insert(*it);
         h.weight = it.get_weight();
-        h.worth = Xapian::sortable_unserialise(it.get_document().get_value(term::kSlotWorth));
+        h.worth = Xapian::sortable_unserialise(doc.get_value(term::kSlotWorth));
         h.stage = index;
         hits.push_back(std::move(h));
         ++added;
@@ -284,12 +289,14 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         c.bm25 = hit.weight;
         const double text_part = max_weight > 0 ? c.bm25 / max_weight : 0;
         nlohmann::ordered_json parts;
-        parts["bm25"] = std::round(c.bm25 * 1000) / 1000;
-        parts["text"] = std::round(text_part * 1000) / 1000;
+        if (explain) {
+          parts["bm25"] = std::round(c.bm25 * 1000) / 1000;
+          parts["text"] = std::round(text_part * 1000) / 1000;
+        }
         double score = text_part;
         auto bonus = [&](const char* name, double value) {
           score += value;
-          parts[name] = value;
+          if (explain) parts[name] = value;
         };
         if (!arch.empty() && h.arch == arch) {
           c.match_arch = "exact";
@@ -350,9 +357,11 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         bonus("worth", std::round(prior * 1000) / 1000);
         if (c.why.empty() || text_part > 0.5) c.why.push_back("text match");
         c.score = score;
-        parts["score"] = std::round(score * 1000) / 1000;
-        parts["stage"] = stage_label.empty() ? plan[static_cast<std::size_t>(hit.stage)].name : stage_label;
-        c.explain = std::move(parts);
+        if (explain) {
+          parts["score"] = std::round(score * 1000) / 1000;
+          parts["stage"] = stage_label.empty() ? plan[static_cast<std::size_t>(hit.stage)].name : stage_label;
+          c.explain = std::move(parts);
+        }
         found.push_back(std::move(c));
       }
       std::stable_sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) {

@@ -37,8 +37,9 @@ class Retriever {
 
   /// Up to `want` records in rank order. `worth_adjust` maps keys to feedback adjustments.
   /// Appends scope, widening and spelling notes to `notes`; stage descriptions to `stages`.
+  /// Score parts are recorded in Candidate::explain only when `explain` is set.
   std::vector<Candidate> retrieve(const Intent& intent, std::size_t want, const std::map<std::string, double>& worth_adjust,
-                                  std::vector<std::string>& notes, nlohmann::ordered_json& stages);
+                                  std::vector<std::string>& notes, nlohmann::ordered_json& stages, bool explain = false);
 
  private:
   struct Impl;

@@ -14,14 +14,13 @@ namespace kwiki::detail {
 namespace {
 
 constexpr const char* kSchema = R"sql(
-PRAGMA journal_mode=WAL;
-PRAGMA synchronous=OFF;
 CREATE TABLE IF NOT EXISTS query_log(query_id TEXT NOT NULL, ts TEXT NOT NULL, request TEXT NOT NULL,
   intent TEXT NOT NULL, served TEXT NOT NULL, generation TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS query_log_by_id ON query_log(query_id);
 CREATE TABLE IF NOT EXISTS feedback(query_id TEXT NOT NULL, key TEXT NOT NULL, outcome TEXT NOT NULL, ts TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS worth(key TEXT PRIMARY KEY, served INTEGER NOT NULL DEFAULT 0, applied INTEGER NOT NULL DEFAULT 0,
   effective INTEGER NOT NULL DEFAULT 0, ineffective INTEGER NOT NULL DEFAULT 0);
+PRAGMA user_version=1;
 )sql";
 
 std::string now_iso8601() {
@@ -53,7 +52,17 @@ bool StateDb::open(bool for_write) {
     return false;
   }
   sqlite3_busy_timeout(db_, 2000);
-  if (sqlite3_exec(db_, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) {
+  // The log is an aid, not a record of truth: no fsync and no journal file per query (a
+  // WAL would be created, checkpointed and deleted by every short-lived kwiki process).
+  sqlite3_exec(db_, "PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF", nullptr, nullptr, nullptr);
+  int version = 0;
+  {
+    sqlite3_stmt* v = nullptr;
+    if (sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &v, nullptr) == SQLITE_OK && sqlite3_step(v) == SQLITE_ROW)
+      version = sqlite3_column_int(v, 0);
+    sqlite3_finalize(v);
+  }
+  if (version != 1 && sqlite3_exec(db_, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) {
     sqlite3_close(db_);
     db_ = nullptr;
     failed_ = true;
@@ -68,26 +77,16 @@ void StateDb::log_query(const std::string& query_id, const std::string& request,
     if (!open(true)) return;
     std::string served_list;
     for (const auto& s : served) served_list += (served_list.empty() ? "" : "\n") + s;
-    exec_sql(db_, "BEGIN IMMEDIATE");
-    {
-      Statement s(db_, "INSERT INTO query_log VALUES(?1,?2,?3,?4,?5,?6)");
-      s.bind(1, query_id);
-      s.bind(2, now_iso8601());
-      s.bind(3, request);
-      s.bind(4, intent_json);
-      s.bind(5, served_list);
-      s.bind(6, generation);
-      s.step();
-      Statement w(db_, "INSERT INTO worth(key,served) VALUES(?1,1) ON CONFLICT(key) DO UPDATE SET served=served+1");
-      for (const auto& key : served) {
-        w.bind(1, key);
-        w.step();
-        w.reset();
-      }
-    }
-    exec_sql(db_, "COMMIT");
+    // One autocommitted insert: served counts are derived from this log when needed.
+    Statement s(db_, "INSERT INTO query_log VALUES(?1,?2,?3,?4,?5,?6)");
+    s.bind(1, query_id);
+    s.bind(2, now_iso8601());
+    s.bind(3, request);
+    s.bind(4, intent_json);
+    s.bind(5, served_list);
+    s.bind(6, generation);
+    s.step();
   } catch (const Error&) {
-    if (db_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
 }
 
@@ -95,19 +94,19 @@ std::map<std::string, double> StateDb::worth_adjustments(const std::vector<std::
   std::map<std::string, double> out;
   try {
     if (keys.empty() || !open(false)) return out;
-    Statement s(db_, "SELECT applied,effective,ineffective FROM worth WHERE key=?1");
-    for (const auto& key : keys) {
-      s.bind(1, key);
-      if (s.step()) {
-        const double applied = sqlite3_column_double(s.get(), 0);
-        const double effective = sqlite3_column_double(s.get(), 1);
-        const double ineffective = sqlite3_column_double(s.get(), 2);
-        // A small prior: net verified outcomes, damped by volume, never more than +-0.1.
-        const double signal = (effective - ineffective + 0.25 * applied) / (4.0 + effective + ineffective + applied);
-        out[key] = std::clamp(0.1 * signal * 2, -0.1, 0.1);
-      }
-      s.reset();
+    // Only records with feedback can move; that table is small, so read it whole.
+    Statement s(db_, "SELECT key,applied,effective,ineffective FROM worth WHERE applied+effective+ineffective>0");
+    std::map<std::string, double> all;
+    while (s.step()) {
+      const double applied = sqlite3_column_double(s.get(), 1);
+      const double effective = sqlite3_column_double(s.get(), 2);
+      const double ineffective = sqlite3_column_double(s.get(), 3);
+      // A small prior: net verified outcomes, damped by volume, never more than +-0.1.
+      const double signal = (effective - ineffective + 0.25 * applied) / (4.0 + effective + ineffective + applied);
+      all[s.text(0)] = std::clamp(0.2 * signal, -0.1, 0.1);
     }
+    for (const auto& key : keys)
+      if (auto it = all.find(key); it != all.end()) out[key] = it->second;
   } catch (const Error&) {
   }
   return out;

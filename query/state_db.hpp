@@ -10,7 +10,8 @@ struct sqlite3;
 
 namespace kwiki::detail {
 
-/// <index>/state.sqlite (WAL). Opening is lazy; when the folder is read-only, logging is off.
+/// <index>/state.sqlite, journal in memory and no fsync (a log, not a ledger). Opening is lazy;
+/// when the folder is read-only, logging is off.
 class StateDb {
  public:
   explicit StateDb(std::string index_dir);
