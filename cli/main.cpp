@@ -111,7 +111,7 @@ int run_index(const IndexArgs& args, const std::string& index_option, const Outp
   j["by_store"] = report.by_store;
   j["seconds"] = report.seconds;
   if (out.want_json()) {
-    print_line(j.dump());
+    print_line(kwiki::json_text(j));
   } else if (args.check) {
     std::printf("checked %zu records in %zu files: %zu warning(s), no errors\n", report.records, report.files,
                 report.diagnostics.size());
@@ -142,7 +142,7 @@ int run_stats(const std::string& index_option, const OutputFlags& out) {
     ordered_json roots = ordered_json::array();
     for (const auto& r : st.roots) roots.push_back({{"store", r.store}, {"path", r.path}, {"records", r.records}});
     j["roots"] = roots;
-    print_line(j.dump());
+    print_line(kwiki::json_text(j));
     return kExitOk;
   }
   std::printf("generation %s (built %s): %zu records, %zu warning(s)\n", st.generation.c_str(), st.created_at.c_str(),
@@ -235,11 +235,11 @@ int run_hw(const std::string& product, const std::string& field, const std::stri
     return hw.exit_code;
   }
   for (const auto& f : hw.facts) {
-    std::printf("%-12s %-44s %s %s  [%s:%s, %s]\n", f.product.c_str(), f.field.c_str(), f.value.dump().c_str(), f.unit.c_str(),
+    std::printf("%-12s %-44s %s %s  [%s:%s, %s]\n", f.product.c_str(), f.field.c_str(), kwiki::json_text(f.value).c_str(), f.unit.c_str(),
                 f.record.c_str(), f.field.c_str(), f.evidence.c_str());
   }
   if (hw.comparison.is_array())
-    for (const auto& row : hw.comparison) std::printf("vs: %s\n", row.dump().c_str());
+    for (const auto& row : hw.comparison) std::printf("vs: %s\n", kwiki::json_text(row).c_str());
   for (const auto& n : hw.answer.notes) std::printf("note: %s\n", n.c_str());
   return hw.exit_code;
 }
@@ -249,7 +249,7 @@ int run_feedback(const std::string& query_id, const std::string& id, const std::
                  const OutputFlags& out) {
   kwiki::QueryEngine engine = open_engine(index_option);
   engine.feedback(query_id, id, outcome);
-  if (out.want_json()) print_line(ordered_json({{"query_id", query_id}, {"id", id}, {"outcome", outcome}, {"recorded", true}}).dump());
+  if (out.want_json()) print_line(kwiki::json_text(ordered_json({{"query_id", query_id}, {"id", id}, {"outcome", outcome}, {"recorded", true}})));
   else std::printf("recorded %s for %s in %s\n", outcome.c_str(), id.c_str(), query_id.c_str());
   return kExitOk;
 }

@@ -46,6 +46,8 @@ std::string render_record(const AnswerRecord& a) {
 
 }  // namespace
 
+std::string json_text(const ordered_json& value) { return dump(value); }
+
 std::string render_answer_json(const Answer& answer) {
   std::string out = "{";
   if (!answer.query_id.empty()) out += "\"query_id\":" + dump(answer.query_id) + ",";

@@ -113,7 +113,7 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
     }
     if (!spelling_notes.empty()) intent = extract_intent(corrected);
   }
-  const std::string request_key = upstream_intent ? upstream_intent->dump() : normalized_request(text);
+  const std::string request_key = upstream_intent ? json_text(*upstream_intent) : normalized_request(text);
   if (request_key.empty()) throw Error(ErrorCode::kUsage, "empty request: describe the kernel, the GPU or the facts you need");
 
   QueryResult result;
@@ -173,7 +173,7 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
         if (answer.records.size() >= options.max_records) break;
         if (!used.insert(c.key).second) continue;
         AnswerRecord a = impl_->record_entry(c.key, c.match_arch, c.why);
-        if (options.explain) a.explain_json = c.explain.dump();
+        if (options.explain) a.explain_json = json_text(c.explain);
         answer.records.push_back(std::move(a));
       }
     }
@@ -185,12 +185,12 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
     ordered_json explain;
     explain["intent"] = intent.to_json();
     explain["stages"] = stages;
-    answer.explain_json = explain.dump();
+    answer.explain_json = json_text(explain);
   }
   ordered_json extra;
   if (!facts.empty()) extra["hardware"] = detail::facts_to_json(facts);
   std::size_t budget = options.max_bytes;
-  const std::size_t extra_size = extra.empty() ? 0 : extra.dump().size() + 16;
+  const std::size_t extra_size = extra.empty() ? 0 : json_text(extra).size() + 16;
   if (budget != 0) budget = budget > extra_size + detail::kMinAnswerBytes ? budget - extra_size : detail::kMinAnswerBytes;
   result.json = with_members(detail::fit_answer(answer, budget), extra);
   if (options.max_bytes != 0 && result.json.size() > options.max_bytes) {
@@ -205,7 +205,7 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
   if (options.log) {
     std::vector<std::string> served;
     for (const auto& a : answer.records) served.push_back(a.record.key);
-    impl_->state.log_query(answer.query_id, upstream_intent ? upstream_intent->dump() : text, intent.to_json().dump(), served,
+    impl_->state.log_query(answer.query_id, upstream_intent ? json_text(*upstream_intent) : text, json_text(intent.to_json()), served,
                            impl_->store.generation());
   }
   return result;

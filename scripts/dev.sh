@@ -9,6 +9,7 @@ DEPS=(
   build-essential cmake ninja-build pkg-config git util-linux
   libxapian-dev xapian-tools libsqlite3-dev sqlite3 nlohmann-json3-dev libre2-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libvalijson-dev
+  clang libclang-rt-14-dev
 )
 
 usage() {

@@ -1,6 +1,7 @@
 // The answer contract: records keyed by id in rank order, with notes, rendered as JSON.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ struct Answer {
 /// Renders the answer as one JSON object (no trailing newline). Payloads are embedded as their
 /// stored bytes, so a served payload is byte-identical to the record file's text.
 std::string render_answer_json(const Answer& answer);
+
+/// Compact JSON text of a value; invalid UTF-8 (from user input) becomes U+FFFD, never an error.
+std::string json_text(const nlohmann::ordered_json& value);
 
 /// Renders a short human-readable view for terminals.
 std::string render_answer_text(const Answer& answer);

@@ -1,0 +1,64 @@
+// libFuzzer target: request extraction, upstream-intent parsing, JSON helpers and byte budgets
+// must never crash, hang or break their contracts on any input bytes.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "budget.hpp"
+#include "json_text.hpp"
+#include "kwiki/answer.hpp"
+#include "kwiki/error.hpp"
+#include "kwiki/intent.hpp"
+#include "tokenize.hpp"
+
+namespace {
+
+void check(bool ok) {
+  if (!ok) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string input(reinterpret_cast<const char*>(data), size);
+
+  // Prose requests: any bytes are a request.
+  const kwiki::Intent intent = kwiki::extract_intent(input);
+  const std::string intent_json = kwiki::json_text(intent.to_json());
+  check(nlohmann::json::accept(intent_json));
+  kwiki::detail::tokenize(input);
+
+  // Replayed intents and records: JSON in, clear errors out.
+  const auto doc = nlohmann::ordered_json::parse(input, nullptr, false);
+  if (!doc.is_discarded()) {
+    try {
+      kwiki::intent_from_upstream(nlohmann::json::parse(input));
+    } catch (const kwiki::Error& e) {
+      check(e.code() == kwiki::ErrorCode::kBadInput);
+    }
+    if (doc.is_object() && !kwiki::detail::find_invalid_utf8(input)) {
+      kwiki::detail::find_member_value(input, "payload");
+      // Byte budgets are hard limits whatever the payload looks like.
+      kwiki::Answer answer;
+      answer.query_id = "q-0000000000000000";
+      kwiki::AnswerRecord record;
+      record.record.key = record.record.id = "fuzz.record";
+      record.record.store = "gpu_wiki";
+      record.record.source = "kernel_wiki";
+      record.record.type = "doc";
+      record.record.applies_to_json = R"({"vendor":"generic","arch":"generic"})";
+      record.record.payload = kwiki::json_text(doc);
+      answer.records.push_back(record);
+      answer.records.push_back(record);
+      answer.records.back().record.key = "fuzz.second";
+      answer.notes.push_back(intent_json.substr(0, 300));
+      const std::size_t budget = kwiki::detail::kMinAnswerBytes + size % 4000;
+      const std::string json = kwiki::detail::fit_answer(answer, budget);
+      check(json.size() <= budget);
+      check(nlohmann::json::accept(json));
+      kwiki::detail::brief_payload(record.record.payload, "kernel_wiki", kwiki::detail::BriefLevel::kBrief);
+    }
+  }
+  return 0;
+}
