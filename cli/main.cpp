@@ -208,8 +208,14 @@ kwiki::QueryEngine open_engine(const std::string& index_option) {
   return kwiki::QueryEngine::open(dir);
 }
 
-int run_query(const QueryArgs& args, const std::string& index_option, const OutputFlags& out) {
+int run_query(QueryArgs args, const std::string& index_option, const OutputFlags& out) {
   auto intent = read_intent_file(args.intent_file);
+  if (args.text == "-") {
+    // "-" reads the request from standard input (long requests exceed one argument's limit).
+    std::stringstream ss;
+    ss << std::cin.rdbuf();
+    args.text = ss.str();
+  }
   if (!intent && args.text.empty()) throw Error(ErrorCode::kUsage, "give a request text or --intent FILE; see kwiki query --help");
   kwiki::QueryEngine engine = open_engine(index_option);
   kwiki::QueryResult result;
@@ -287,7 +293,7 @@ int main(int argc, char** argv) {
 
   QueryArgs query_args;
   auto* query = app.add_subcommand("query", "answer a natural-language request from the knowledge base");
-  query->add_option("text", query_args.text, "the request, in prose (quote it)");
+  query->add_option("text", query_args.text, "the request, in prose (quote it); - reads it from standard input");
   query->add_flag("--brief", query_args.options.brief, "elide long payload fields (listed in payload.omitted_by_brief)");
   query->add_option("--max-bytes", query_args.options.max_bytes, "hard limit on the answer's size in bytes (>= 256)");
   query->add_option("--max-records", query_args.options.max_records, "at most this many records (default 20)");

@@ -154,8 +154,13 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
 
   // Kernel knowledge, ranked inside the architecture boundary.
   ordered_json stages = ordered_json::array();
-  // A hardware-only request about unrecorded products is answered "not recorded", nothing else.
-  if (!(intent.hardware_only() && hardware_missing && answer.records.empty())) {
+  // A hardware-only request about unrecorded products is answered "not recorded", nothing else;
+  // a request with nothing to search for (only stopwords) finds nothing.
+  const bool searchable = !intent.free_terms.empty() || !intent.operators.empty() || !intent.symptoms.empty() ||
+                          !intent.dsls.empty() || !intent.mnemonics.empty() || !intent.products.empty() || !intent.arch.empty() ||
+                          !intent.dtypes.empty() || !intent.hardware_fields.empty() || !intent.intents.empty();
+  if (!searchable) answer.notes.push_back("nothing to search for: name an operator, a GPU, a symptom or a topic");
+  if (searchable && !(intent.hardware_only() && hardware_missing && answer.records.empty())) {
     const std::size_t room = options.max_records > answer.records.size() ? options.max_records - answer.records.size() : 0;
     if (room > 0) {
       std::vector<std::string> dummy;

@@ -51,13 +51,13 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 RunResult run_kwiki(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                    const std::string& prefix) {
+                    const std::string& prefix, const std::string& stdin_path) {
   TempDir capture;
   std::string command = "env";
   for (const auto& [k, v] : env) command += " " + shell_quote(k + "=" + v);
   command += " " + prefix + " " + shell_quote(kwiki_binary());
   for (const auto& a : args) command += " " + shell_quote(a);
-  command += " > " + shell_quote(capture / "out") + " 2> " + shell_quote(capture / "err") + " < /dev/null";
+  command += " > " + shell_quote(capture / "out") + " 2> " + shell_quote(capture / "err") + " < " + shell_quote(stdin_path);
   const int status = std::system(command.c_str());
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -29,8 +29,9 @@ struct RunResult {
 
 /// Runs the kwiki binary with `args` (shell-quoted here) and extra environment assignments.
 /// `prefix` is prepended to the command (e.g. a privilege-dropping wrapper).
+/// `stdin_path` is fed to its standard input (default /dev/null).
 RunResult run_kwiki(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
-                    const std::string& prefix = "");
+                    const std::string& prefix = "", const std::string& stdin_path = "/dev/null");
 
 /// Path of the kwiki binary under test.
 std::string kwiki_binary();
