@@ -15,5 +15,10 @@ nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu --format=csv \
   > "$out/nvidia-smi-before.csv" 2>/dev/null || true
 "$out/measure_ceilings" --out "$out" "$@"
+# The driver release is nvidia-smi's to tell; fold it into each record's device object.
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1 || true)
+if [[ -n "$driver" ]]; then
+  for f in "$out"/*.json; do sed -i "s/\"cuda_driver_api\"/\"driver\": \"$driver\", \"cuda_driver_api\"/" "$f"; done
+fi
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv > "$out/nvidia-smi-after.csv" 2>/dev/null || true
 rm -f "$out/measure_ceilings"
