@@ -12,6 +12,7 @@
 #include "kwiki/answer.hpp"
 #include "kwiki/error.hpp"
 #include "kwiki/indexer.hpp"
+#include "kwiki/planner.hpp"
 #include "kwiki/query.hpp"
 #include "kwiki/store.hpp"
 
@@ -260,6 +261,39 @@ int run_feedback(const std::string& query_id, const std::string& id, const std::
   return kExitOk;
 }
 
+// ---- kwiki plan ----
+int run_plan(kwiki::PlanRequest request, const std::string& shapes, const std::string& index_option, const OutputFlags& out) {
+  std::stringstream ss(shapes);
+  for (std::string id; std::getline(ss, id, ',');)
+    if (!id.empty()) request.shape_ids.push_back(id);
+  kwiki::QueryEngine engine = open_engine(index_option);
+  const kwiki::PlanResult result = kwiki::make_plan(request, engine);
+  if (out.want_json()) {
+    ordered_json j;
+    j["workspace"] = result.workspace;
+    j["pattern"] = result.plan["pattern"];
+    j["target"] = result.plan["target"];
+    ordered_json shapes_json = ordered_json::array();
+    for (const auto& s : result.plan["shapes"]) shapes_json.push_back({{"id", s["id"]}, {"roofline", s["roofline"]}});
+    j["shapes"] = shapes_json;
+    j["records_consulted"] = result.plan["records_consulted"].size();
+    j["notes"] = result.notes;
+    print_line(kwiki::json_text(j));
+  } else {
+    std::printf("planned %s (%s) on %s in %s\n", result.plan["task"]["name"].get<std::string>().c_str(), result.pattern.c_str(),
+                result.plan["target"]["product"].get<std::string>().c_str(), result.workspace.c_str());
+    for (const auto& s : result.plan["shapes"]) {
+      if (s["roofline"].is_null()) std::printf("  %-22s roofline not computed\n", s["id"].get<std::string>().c_str());
+      else
+        std::printf("  %-22s %-7s SOL %9.2f us  attainable %9.2f us\n", s["id"].get<std::string>().c_str(),
+                    s["roofline"]["bound"].get<std::string>().c_str(), s["roofline"]["sol_us"].get<double>(),
+                    s["roofline"]["attainable_us"].get<double>());
+    }
+    for (const auto& n : result.notes) std::printf("note: %s\n", n.c_str());
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -312,7 +346,19 @@ int main(int argc, char** argv) {
   feedback->add_option("id", fb_id, "a record id that answer served")->required();
   feedback->add_option("--outcome", fb_outcome, "served | applied | effective | ineffective")->required();
 
-  for (auto* sub : {index, stats, get, query, hw, feedback}) {
+  kwiki::PlanRequest plan_request;
+  std::string plan_shapes;
+  bool no_dry_run = false;
+  auto* plan = app.add_subcommand("plan", "plan a V0 kernel: semantics, target, cited roofline and design, in a new workspace");
+  plan->add_option("--task", plan_request.task_path, "task folder (benchmark layout) or task.json")->required();
+  plan->add_option("--gpu", plan_request.product, "target product, e.g. H200, MI300X (must be recorded in the wiki)")->required();
+  plan->add_option("--workspace", plan_request.workspace, "workspace folder to create (default ./kwiki-<task>-<product>)");
+  plan->add_option("--pattern", plan_request.pattern_override, "override the detected pattern (rms_norm, gemm, ...)");
+  plan->add_option("--shapes", plan_shapes, "comma-separated shape ids to plan (default: all)");
+  plan->add_flag("--force", plan_request.force, "replace an existing workspace");
+  plan->add_flag("--no-dry-run", no_dry_run, "do not run the PyTorch reference even when torch is importable");
+
+  for (auto* sub : {index, stats, get, query, hw, feedback, plan}) {
     sub->add_option("--index", index_option, "index folder");
     sub->add_flag("--json", out.json, "print JSON");
     sub->add_flag("--text", out.text, "print text");
@@ -334,6 +380,10 @@ int main(int argc, char** argv) {
     if (*query) return run_query(query_args, index_option, out);
     if (*hw) return run_hw(hw_product, hw_field, hw_vs, index_option, out);
     if (*feedback) return run_feedback(fb_query, fb_id, fb_outcome, index_option, out);
+    if (*plan) {
+      plan_request.dry_run = !no_dry_run;
+      return run_plan(plan_request, plan_shapes, index_option, out);
+    }
   } catch (const Error& e) {
     return fail(e);
   } catch (const std::exception& e) {

@@ -1,0 +1,181 @@
+// The V0 design of a pattern on a target, each choice backed by the wiki record behind it.
+#include "design.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace kwiki::detail {
+namespace {
+
+int element_bytes(const std::string& dtype) {
+  if (dtype == "fp32" || dtype == "int32") return 4;
+  if (dtype.rfind("fp8", 0) == 0 || dtype == "int8") return 1;
+  return 2;
+}
+
+class Consulter {
+ public:
+  Consulter(QueryEngine& engine, Design& design) : engine_(engine), design_(design) {}
+  // Asks the wiki; records the top results as consulted; returns the best record id ("" if none).
+  std::string ask(const std::string& aspect, const std::string& request, std::size_t keep = 3) {
+    QueryOptions options;
+    options.max_records = 8;
+    options.brief = true;
+    const QueryResult r = engine_.query(request, options);
+    std::string best;
+    std::size_t kept = 0;
+    for (const auto& a : r.answer.records) {
+      if (a.record.type == "spec-sheet" || a.record.type == "measured-ceiling") continue;
+      if (best.empty()) best = a.record.key;
+      if (kept++ < keep && seen_.insert(a.record.key + "|" + r.answer.query_id).second)
+        design_.consulted.push_back({a.record.key, r.answer.query_id, aspect});
+    }
+    return best;
+  }
+
+ private:
+  QueryEngine& engine_;
+  Design& design_;
+  std::set<std::string> seen_;
+};
+
+std::string cite(const std::string& record) { return record.empty() ? "(no record found)" : record; }
+
+}  // namespace
+
+Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& task, const TargetInfo& t,
+                 const std::vector<std::string>& operator_words) {
+  Design d;
+  Consulter wiki(engine, d);
+  const std::string gpu = t.product;
+  const std::string lang = t.framework == "hip" ? "HIP" : "CUDA C++";
+  const bool amd = t.vendor == "amd";
+  const int e = element_bytes(task.dtype);
+  const int vec = std::max(1, 16 / e);
+  const int warp = t.warp_size;
+  const int units = t.compute_units.present ? static_cast<int>(t.compute_units.value) : (amd ? 304 : 132);
+  double max_h = 0;
+  for (const auto& s : task.shapes)
+    for (const char* k : {"hidden_size", "intermediate_size"})
+      if (auto it = s.dims.find(k); it != s.dims.end()) max_h = std::max(max_h, it->second);
+
+  auto add = [&](const std::string& aspect, const std::string& choice, const std::string& record) {
+    d.choices.push_back({aspect, choice, cite(record)});
+  };
+  const std::string vec_rec = wiki.ask("vector width", "16-byte vectorized coalesced global loads " + lang + " on " + gpu);
+  const std::string acc_rec = wiki.ask("accumulation", pattern + " fp32 accumulation numerics");
+  const bool row_pattern = pattern == "rms_norm" || pattern == "fused_add_rms_norm" || pattern == "layer_norm" || pattern == "softmax" ||
+                           pattern == "fp8_quant";
+  if (row_pattern) {
+    d.template_name = "row_" + pattern + (amd ? "_hip" : "_cuda");
+    const std::string op_words = pattern == "fp8_quant" ? "fp8 per-token quantization dynamic scale" : pattern;
+    const std::string main_rec = wiki.ask("row mapping", op_words + " kernel on " + gpu + " in " + lang);
+    const std::string red_rec = wiki.ask("reduction", std::string(amd ? "wave64 DPP cross-lane" : "warp shuffle __shfl_xor_sync") +
+                                                          " block reduction on " + gpu);
+    int threads = static_cast<int>(std::ceil(std::max(1.0, max_h) / vec));
+    threads = std::clamp((threads + warp - 1) / warp * warp, warp, 1024);
+    add("thread mapping", "one row per block (" + std::to_string(threads) + " threads for the widest row, " +
+                              std::to_string(static_cast<int>(std::ceil(max_h / (threads * vec)))) +
+                              " vector(s) per thread); rows shorter than " + std::to_string(warp * vec) + " elements share a block, one " +
+                              (amd ? "wavefront" : "warp") + " per row",
+        main_rec);
+    add("vector width", std::to_string(vec) + " x " + task.dtype + " = 16-byte loads and stores, aligned rows; a scalar tail when the row is not a multiple of " +
+                            std::to_string(vec),
+        vec_rec);
+    add("data movement", "the row is read from DRAM once into registers and written once; no shared-memory staging of the data", main_rec);
+    add("reduction", std::string(amd ? "64-lane" : "32-lane") + " butterfly (" + (amd ? "__shfl_xor / DPP" : "__shfl_xor_sync") +
+                         ") then one value per " + (amd ? "wavefront" : "warp") + " through " + t.onchip_name,
+        red_rec);
+    add("grid", "one block per row: T blocks (T from 1 to the largest shape); no persistent loop in V0", main_rec);
+    add("accumulation", "fp32 statistics and fp32 math, one rounding at the store", acc_rec);
+    if (pattern == "fp8_quant")
+      add("fp8 format", amd && t.arch == "cdna3" ? "e4m3fnuz, max 240 (gfx942 uses FNUZ)" : "e4m3fn, max 448, saturate before the cast",
+          wiki.ask("fp8 format", std::string("fp8 e4m3 format max value on ") + gpu));
+  } else if (pattern == "silu_and_mul" || pattern == "gelu_and_mul") {
+    d.template_name = "gated_" + pattern + (amd ? "_hip" : "_cuda");
+    const std::string rec = wiki.ask("elementwise mapping", pattern + " vectorized grid-stride kernel on " + gpu);
+    add("thread mapping", "grid-stride over T x I outputs, 256 threads per block, " + std::to_string(vec) + " outputs per thread per step", rec);
+    add("vector width", "16-byte loads of gate and up halves, 16-byte stores", vec_rec);
+    add("grid", "min(ceil(T*I / (256*" + std::to_string(vec) + ")), " + std::to_string(units) + " " + t.compute_unit_name + "s x 8) blocks", rec);
+    add("accumulation", "fp32 sigmoid/gelu and products, one rounding at the store", acc_rec);
+  } else if (pattern == "gemm") {
+    d.template_name = amd ? "gemm_mfma_hip" : "gemm_mma_sync_cuda";
+    const std::string mma_rec = amd ? wiki.ask("matrix instruction", "bf16 gemm MFMA tiling on " + gpu)
+                                    : wiki.ask("matrix instruction", "V0 bf16 gemm mma.sync m16n8k16 on " + gpu);
+    const std::string pipe_rec = wiki.ask("pipelining", amd ? "LDS double buffering register prefetch gemm on " + gpu
+                                                            : "cp.async multistage pipeline gemm on " + gpu);
+    const std::string swz_rec = wiki.ask("bank conflicts", std::string(amd ? "LDS" : "shared memory") + " swizzle bank conflicts gemm");
+    const std::string tile_rec = wiki.ask("tiling", "gemm block tile warp tile hierarchical tiling");
+    add("matrix instruction", amd ? (t.arch == "cdna4" ? "v_mfma_f32_32x32x16_bf16 (K-doubled on gfx950)" : "v_mfma_f32_32x32x8_bf16")
+                                  : "mma.sync.aligned.m16n8k16 bf16 -> fp32 (V0; wgmma with TMA is the next step on sm_90a)",
+        mma_rec);
+    add("tile", "block tile 128 x 128 x 32, " + std::string(amd ? "4 wavefronts (256 threads), 64 x 64 per wavefront" : "8 warps (256 threads), 64 x 32 per warp"),
+        tile_rec);
+    add("data movement", amd ? "global -> registers -> LDS double buffer, 16-byte loads" : "cp.async 16-byte copies into a 2-stage shared-memory ring, ldmatrix to registers",
+        pipe_rec);
+    add("bank conflicts", "XOR-swizzled " + t.onchip_name + " layout for the A and B tiles", swz_rec);
+    add("grid", "ceil(M/128) x ceil(N/128) blocks; small-M shapes are memory-bound (weights dominate bytes)", tile_rec);
+    add("epilogue", "fp32 accumulators, optional bias added in fp32, one rounding to bf16 at the store",
+        wiki.ask("epilogue", "gemm epilogue fusion bias"));
+  } else if (pattern == "paged_decode_attention") {
+    d.template_name = amd ? "paged_decode_gqa_hip" : "paged_decode_gqa_cuda";
+    const std::string split_rec = wiki.ask("split-KV", "decode attention split-kv flash decoding number of splits on " + gpu);
+    const std::string gqa_rec = wiki.ask("GQA", "GQA decode attention load each KV head once for its query heads");
+    const std::string page_rec = wiki.ask("paging", "paged attention block table page gather vectorized loads");
+    add("mapping", "one block per (sequence, KV head, split); the block serves all query heads of its GQA group", gqa_rec);
+    add("split-KV", "splits = clamp(ceil(2 x " + std::to_string(units) + " " + t.compute_unit_name +
+                        "s / (batch x KV heads)), 1, ceil(context / 512)); a second kernel merges partials with their log-sum-exp",
+        split_rec);
+    add("data movement", "16-byte loads of K and V rows through the block table (page size 16); each KV element read once", page_rec);
+    add("softmax", "online softmax in fp32 (running max and sum), fp32 partial outputs and LSE",
+        wiki.ask("numerics", "online softmax fp32 partials log-sum-exp merge decode"));
+    add("threads", amd ? "256 threads (4 wavefronts)" : "128 threads (4 warps)", split_rec);
+  } else if (pattern == "moe_gating") {
+    d.template_name = amd ? "moe_topk_gating_hip" : "moe_topk_gating_cuda";
+    const std::string rec = wiki.ask("mapping", "moe top-k gating softmax one warp per token kernel on " + gpu);
+    add("mapping", std::string("one ") + (amd ? "wavefront" : "warp") + " per token; experts spread across lanes; 4 tokens per block", rec);
+    add("top-k", "k rounds of a lane argmax (ties to the lower expert id), then optional renormalization in fp32",
+        wiki.ask("ties", "moe gating deterministic tie break topk"));
+    add("accumulation", "fp32 softmax with max subtraction", acc_rec);
+  } else {
+    d.template_name = "";  // unknown: no template
+    std::string words;
+    for (const auto& w : operator_words) words += w + " ";
+    if (!words.empty()) wiki.ask("operator words", words + "kernel on " + gpu, 8);
+    d.risks.push_back("pattern unknown: no V0 template; write the kernel and measure it with `kwiki baseline --kernel FILE`");
+  }
+
+  // Correctness, measurement and ISA targets hold for every pattern.
+  const std::string tol_rec = wiki.ask("tolerances", "correctness tolerance per dtype bf16 fp16 fp32 fp8 compare with reference");
+  const std::string nan_rec = wiki.ask("special values", "NaN Inf policy correctness check");
+  d.correctness.push_back("tolerances: fp32 rtol 1e-5, bf16 rtol 1.6e-2 / atol 1e-2, fp16 rtol 1e-3, fp8 within 1 ulp after dequantization, integers exact <- " + cite(tol_rec));
+  d.correctness.push_back("outputs poisoned (NaN) before each run; every element must be written; NaN/Inf only where the reference has them <- " + cite(nan_rec));
+  d.correctness.push_back("the reference runs in fp32 on the same inputs; fresh seeds per run plus a fixed set, all recorded");
+  d.boundary_cases = {"one row / one token", "a row length that is not a multiple of " + std::to_string(vec) + " (scalar tail)",
+                      "the largest shape of the task (grid and register limits)"};
+  if (pattern == "paged_decode_attention") d.boundary_cases.push_back("a context length that is not a multiple of the page size; a sequence shorter than one split");
+  const std::string time_rec = wiki.ask("timing", "time kernels with events warm-up median p10 p90");
+  const std::string flush_rec = wiki.ask("L2 flush", "flush L2 between timed repetitions buffer twice the cache");
+  const std::string graph_rec = wiki.ask("launch floor", "launch overhead tiny kernels cuda graphs replay");
+  d.measurement.push_back("device events around the kernel alone; 10 warm-ups, 100 timed repetitions; median with p10/p90 <- " + cite(time_rec));
+  d.measurement.push_back("L2 flushed between repetitions with a buffer of at least 2x " +
+                          (t.l2_mb.present ? std::to_string(static_cast<int>(t.l2_mb.value)) + " MB (" + t.l2_mb.citation + ")" : std::string("the L2 size (query the device)")) +
+                          " <- " + cite(flush_rec));
+  d.measurement.push_back("shapes whose SOL is under 10 us are also timed as graph replays, against the launch floor <- " + cite(graph_rec));
+  d.measurement.push_back("the PyTorch reference is timed the same way in the same run");
+
+  const std::string spill_rec = wiki.ask("ISA: spills", amd ? "scratch spills register pressure HIP" : "ptxas register spills local memory");
+  d.isa_targets.push_back(std::string("16-byte global accesses (") + (amd ? "global_load_dwordx4 / buffer_load_dwordx4" : "LDG.E.128 / STG.E.128") + ") <- " +
+                          cite(vec_rec));
+  d.isa_targets.push_back("no local-memory spills (0 bytes spill stores/loads in the compiler's report) <- " + cite(spill_rec));
+  if (pattern == "gemm") {
+    d.isa_targets.push_back(amd ? "v_mfma_* present in the listing <- " + cite(wiki.ask("ISA: mfma", "MFMA instruction bf16 shapes"))
+                                : "HMMA in V0; HGMMA (wgmma) for the next version on sm_90a <- " + cite(wiki.ask("ISA: wgmma", "wgmma syntax shapes HGMMA")));
+    d.isa_targets.push_back("no bank-conflicted " + t.onchip_name + " access <- " + cite(wiki.ask("ISA: banks", t.onchip_name + " bank conflicts symptom")));
+  }
+  d.risks.push_back("V0 targets correctness and a clean memory path; the stop condition (90% of the bounding peak) may need later versions");
+  return d;
+}
+
+}  // namespace kwiki::detail

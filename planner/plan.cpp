@@ -1,0 +1,334 @@
+// make_plan: task + product -> roofline, cited V0 design, and a workspace written atomically.
+#include <re2/re2.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "design.hpp"
+#include "dry_run.hpp"
+#include "kwiki/error.hpp"
+#include "kwiki/planner.hpp"
+#include "kwiki/query.hpp"
+#include "target.hpp"
+
+namespace kwiki {
+namespace {
+
+namespace fs = std::filesystem;
+using ordered_json = nlohmann::ordered_json;
+
+std::string fmt(double v, int precision = 3) {
+  char buf[64];
+  if (v == 0) return "0";
+  if (std::fabs(v) >= 1e6 || std::fabs(v) < 1e-3) std::snprintf(buf, sizeof buf, "%.*e", precision - 1, v);
+  else std::snprintf(buf, sizeof buf, "%.*g", precision + 1, v);
+  return buf;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw Error(ErrorCode::kIo, "cannot write the workspace file", path.string());
+}
+
+std::string today() {
+  const std::time_t t = std::time(nullptr);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+// Operator-ish words of a reference, for unknown patterns: the torch calls it makes.
+std::vector<std::string> operator_words(const Task& task) {
+  std::vector<std::string> words;
+  if (task.reference.empty()) return words;
+  std::ifstream in(task.reference);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string source = ss.str();
+  static const RE2 kCall(R"((?:torch|F|nn\.functional)\.(\w+)\()");
+  re2::StringPiece input(source);
+  std::string name;
+  std::set<std::string> seen;
+  while (RE2::FindAndConsume(&input, kCall, &name))
+    if (name != "tensor" && name != "empty" && name != "zeros" && seen.insert(name).second) words.push_back(name);
+  return words;
+}
+
+ordered_json cited(const std::string& metric, const CitedValue& v) {
+  ordered_json j;
+  j["metric"] = metric;
+  if (v.present) {
+    j["value"] = v.value;
+    j["unit"] = v.unit;
+    j["citation"] = v.citation;
+  } else {
+    j["value"] = nullptr;
+    j["citation"] = "not recorded";
+  }
+  return j;
+}
+
+std::string fact_line(const std::string& metric, const CitedValue& v) {
+  if (!v.present) return "- " + metric + ": not recorded in the wiki (query the device or measure; no sibling's number is used)\n";
+  return "- " + metric + ": " + fmt(v.value, 4) + (v.unit.empty() ? "" : " " + v.unit) + " <- " + v.citation + "\n";
+}
+
+}  // namespace
+
+PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
+  Task task = load_task(request.task_path);
+  if (!request.shape_ids.empty()) {
+    std::vector<ShapeCase> kept;
+    for (const auto& id : request.shape_ids) {
+      auto it = std::find_if(task.shapes.begin(), task.shapes.end(), [&](const ShapeCase& s) { return s.id == id; });
+      if (it == task.shapes.end()) throw Error(ErrorCode::kUsage, "--shapes names \"" + id + "\", which the task does not define", task.path);
+      kept.push_back(*it);
+    }
+    task.shapes = std::move(kept);
+  }
+  // The target first: an unrecorded product stops everything (exit 3) before any work.
+  const detail::TargetInfo target = detail::resolve_target(engine, request.product, task.dtype);
+  PlanResult result;
+  result.notes = target.notes;
+
+  PatternGuess pattern = detect_pattern(task);
+  if (!request.pattern_override.empty()) {
+    Task hinted = task;
+    hinted.pattern_hint = request.pattern_override;
+    pattern = detect_pattern(hinted);
+    pattern.evidence.insert(pattern.evidence.begin(), "--pattern " + request.pattern_override);
+  }
+  result.pattern = pattern.name;
+
+  detail::DryRun dry;
+  if (request.dry_run) dry = detail::dry_run(task);
+  else dry.skipped_because = "--no-dry-run";
+  if (!dry.ran) result.notes.push_back("dry run skipped: " + dry.skipped_because + "; shapes and dtypes are taken from the task's files");
+  // Tensors the dry run saw may fill sizes the kwargs did not name.
+  if (dry.ran && !task.metadata.empty()) {
+    for (const auto& shape : task.shapes) {
+      if (auto od = task.metadata.find("output_dtypes"); od != task.metadata.end() && od->is_object())
+        for (const auto& out : shape.outputs)
+          if (od->contains(out.name) && (*od)[out.name] != out.dtype)
+            result.notes.push_back("metadata.json says output " + out.name + " is " + (*od)[out.name].get<std::string>() + "; the dry run of " +
+                                   shape.id + " produced " + out.dtype);
+    }
+  }
+
+  // Rooflines.
+  ordered_json shapes_json = ordered_json::array();
+  std::string roofline_table =
+      "| shape | matrix FLOPs | vector FLOPs | bytes read | bytes written | FLOP/byte | ridge | bound | SOL us | launch floor us | attainable us | stop at (90%) us |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const auto& shape : task.shapes) {
+    ordered_json s;
+    s["id"] = shape.id;
+    s["dims"] = shape.dims;
+    std::optional<WorkCounts> work = pattern.name == "unknown" ? std::nullopt : count_work(pattern.name, shape, task.dtype);
+    // The task's own roofline.json: used when kwiki cannot count, compared when it can.
+    std::optional<WorkCounts> given;
+    if (auto r = task.roofline.find("shapes"); r != task.roofline.end() && r->contains(shape.id)) {
+      const auto& g = (*r)[shape.id];
+      WorkCounts w;
+      if (auto f = g.find("semantic_W_flops"); f != g.end() && f->is_object())
+        for (const auto& [dt, n] : f->items()) (dt == "fp32" ? w.vector_flops : w.matrix_flops) += n.get<double>();
+      w.bytes_read = g.value("semantic_Q_read_bytes", 0.0);
+      w.bytes_written = g.value("semantic_Q_write_bytes", 0.0);
+      w.basis = "the task's roofline.json";
+      given = w;
+    }
+    if (!work && given) work = given;
+    if (work) {
+      const Roofline r = evaluate_roofline(*work, target.ceilings);
+      s["work"] = {{"matrix_flops", work->matrix_flops}, {"vector_flops", work->vector_flops}, {"bytes_read", work->bytes_read},
+                   {"bytes_written", work->bytes_written}, {"basis", work->basis}};
+      s["roofline"] = {{"intensity_flop_per_byte", r.intensity}, {"ridge_flop_per_byte", r.ridge}, {"compute_us", r.compute_us},
+                       {"memory_us", r.memory_us}, {"sol_us", r.sol_us}, {"launch_floor_us", r.floor_us},
+                       {"attainable_us", r.attainable_us}, {"bound", r.bound}, {"stop_at_us", r.attainable_us / 0.9}};
+      if (target.ceilings.measured_bandwidth_tb_s.present) {
+        Ceilings measured = target.ceilings;
+        measured.bandwidth_tb_s = target.ceilings.measured_bandwidth_tb_s;
+        if (target.ceilings.measured_matrix_tflops.present) measured.matrix_peak_tflops = target.ceilings.measured_matrix_tflops;
+        s["roofline"]["sol_us_measured_ceilings"] = evaluate_roofline(*work, measured).sol_us;
+      }
+      if (given && work->basis != given->basis) {
+        const double ours = work->bytes_read + work->bytes_written, theirs = given->bytes_read + given->bytes_written;
+        s["given_roofline"] = {{"flops", given->matrix_flops + given->vector_flops}, {"bytes", theirs},
+                               {"bytes_difference_pct", theirs > 0 ? 100.0 * (ours - theirs) / theirs : 0.0}};
+      }
+      roofline_table += "| " + shape.id + " | " + fmt(work->matrix_flops) + " | " + fmt(work->vector_flops) + " | " + fmt(work->bytes_read) +
+                        " | " + fmt(work->bytes_written) + " | " + fmt(r.intensity) + " | " + fmt(r.ridge) + " | " + r.bound + " | " +
+                        fmt(r.sol_us) + " | " + (r.floor_us > 0 ? fmt(r.floor_us) : "not recorded") + " | " + fmt(r.attainable_us) + " | " +
+                        fmt(r.attainable_us / 0.9) + " |\n";
+    } else {
+      s["roofline"] = nullptr;
+      s["why_no_roofline"] = pattern.name == "unknown" ? "pattern unknown and no roofline.json counts for this shape"
+                                                       : "the shape does not name the sizes this pattern needs";
+      roofline_table += "| " + shape.id + " | - | - | - | - | - | - | - | not computed | - | - | - |\n";
+    }
+    if (!shape.inputs.empty()) {
+      ordered_json tensors = ordered_json::array();
+      for (const auto& t : shape.inputs) tensors.push_back({{"name", t.name}, {"shape", t.shape}, {"dtype", t.dtype}, {"updated_in_place", t.updated}});
+      s["inputs"] = tensors;
+      ordered_json outs = ordered_json::array();
+      for (const auto& t : shape.outputs) outs.push_back({{"name", t.name}, {"shape", t.shape}, {"dtype", t.dtype}});
+      s["outputs"] = outs;
+    }
+    shapes_json.push_back(std::move(s));
+  }
+
+  const auto words = operator_words(task);
+  const detail::Design design = detail::design_v0(engine, pattern.name, task, target, words);
+
+  // plans/v0_plan.json
+  ordered_json plan;
+  plan["schema"] = "kwiki-plan-1";
+  plan["created"] = today();
+  plan["task"] = {{"name", task.name}, {"form", task.form}, {"path", task.path}, {"dtype", task.dtype}, {"params", task.params}};
+  plan["pattern"] = {{"name", pattern.name}, {"confidence", pattern.confidence}, {"evidence", pattern.evidence}};
+  plan["target"] = {{"product", target.product}, {"vendor", target.vendor}, {"architecture", target.arch}, {"framework", target.framework},
+                    {"compile_target", target.compile_target}, {"spec_record", target.spec_record}, {"warp_size", target.warp_size}};
+  ordered_json facts = ordered_json::array();
+  facts.push_back(cited("bandwidth", target.ceilings.bandwidth_tb_s));
+  facts.push_back(cited("matrix peak (" + task.dtype + ", dense)", target.ceilings.matrix_peak_tflops));
+  facts.push_back(cited("vector peak (fp32)", target.ceilings.vector_peak_tflops));
+  facts.push_back(cited(target.compute_unit_name + " count", target.compute_units));
+  facts.push_back(cited("L2", target.l2_mb));
+  facts.push_back(cited(target.onchip_name + " per " + target.compute_unit_name, target.onchip_kb));
+  if (target.ceilings.measured_bandwidth_tb_s.present) facts.push_back(cited("measured copy bandwidth", target.ceilings.measured_bandwidth_tb_s));
+  if (target.ceilings.measured_matrix_tflops.present) facts.push_back(cited("measured matrix rate", target.ceilings.measured_matrix_tflops));
+  if (target.ceilings.launch_floor_us.present) facts.push_back(cited("launch floor (empty kernel)", target.ceilings.launch_floor_us));
+  plan["hardware_facts"] = facts;
+  plan["shapes"] = shapes_json;
+  ordered_json choices = ordered_json::array();
+  for (const auto& c : design.choices) choices.push_back({{"aspect", c.aspect}, {"choice", c.choice}, {"record", c.record}});
+  plan["design"] = {{"template", design.template_name.empty() ? ordered_json() : ordered_json(design.template_name)},
+                    {"accumulation", "fp32"},
+                    {"choices", choices}};
+  plan["correctness"] = {{"rules", design.correctness}, {"boundary_cases", design.boundary_cases}};
+  plan["measurement"] = design.measurement;
+  plan["isa_targets"] = design.isa_targets;
+  plan["risks"] = design.risks;
+  ordered_json consulted = ordered_json::array();
+  for (const auto& c : design.consulted) consulted.push_back({{"record", c.record}, {"query_id", c.query_id}, {"aspect", c.aspect}});
+  plan["records_consulted"] = consulted;
+  plan["dry_run"] = {{"ran", dry.ran}, {"device", dry.device}, {"skipped_because", dry.skipped_because}};
+  plan["notes"] = result.notes;
+  result.plan = plan;
+
+  // README.md (Step 0) and plans/v0_plan.md.
+  std::string hw;
+  hw += fact_line("HBM bandwidth", target.ceilings.bandwidth_tb_s);
+  hw += fact_line(task.dtype + " dense matrix peak", target.ceilings.matrix_peak_tflops);
+  hw += fact_line("fp32 vector peak (non-matrix work)", target.ceilings.vector_peak_tflops);
+  hw += fact_line(target.compute_unit_name + " count", target.compute_units);
+  hw += fact_line("L2 cache", target.l2_mb);
+  hw += fact_line(target.onchip_name + " per " + target.compute_unit_name, target.onchip_kb);
+  if (target.ceilings.measured_bandwidth_tb_s.present) hw += fact_line("measured device-copy bandwidth", target.ceilings.measured_bandwidth_tb_s);
+  if (target.ceilings.measured_matrix_tflops.present) hw += fact_line("measured matrix rate", target.ceilings.measured_matrix_tflops);
+  if (target.ceilings.launch_floor_us.present) hw += fact_line("launch floor (one empty kernel)", target.ceilings.launch_floor_us);
+
+  std::string readme = "# " + task.name + " on " + target.product + ": Step 0\n\n";
+  readme += "Task: `" + task.path + "` (" + task.form + ", " + task.dtype + "); pattern **" + pattern.name + "** (confidence " +
+            fmt(pattern.confidence, 2) + ": ";
+  for (std::size_t i = 0; i < pattern.evidence.size(); ++i) readme += (i ? "; " : "") + pattern.evidence[i];
+  readme += ").\n\nTarget: " + target.product + " -> " + target.arch + " -> " + (target.framework == "hip" ? "HIP C++" : "CUDA C++") + ", compile target `" +
+            target.compile_target + "` (" + target.spec_record + ").\n\n## Hardware facts\n\n" + hw;
+  readme += "\n## Roofline per shape\n\nSOL = max(matrix FLOPs / matrix peak + vector FLOPs / vector peak, bytes / bandwidth); attainable = max(SOL, launch floor). "
+            "Special functions count as one vector FLOP each.\n\n" + roofline_table;
+  readme += "\n## Stop conditions\n\nA shape is done when it runs at 90% of the peak that bounds it: time <= attainable / 0.9 (last column above).\n\n";
+  readme += "## ISA targets for later versions\n\n";
+  for (const auto& isa : design.isa_targets) readme += "- " + isa + "\n";
+  readme += "\nV0's static evidence against these targets is added by `kwiki baseline` (compiler resource report and SASS / ISA listing).\n";
+  if (!result.notes.empty()) {
+    readme += "\n## Notes\n\n";
+    for (const auto& n : result.notes) readme += "- " + n + "\n";
+  }
+
+  std::string md = "# V0 plan: " + task.name + " on " + target.product + "\n\n## Semantics\n\n";
+  md += "- pattern: " + pattern.name + " (confidence " + fmt(pattern.confidence, 2) + ")\n- dtype: " + task.dtype + ", accumulation fp32\n";
+  if (!task.reference.empty()) md += "- reference: `" + task.reference + "`\n";
+  for (const auto& shape : task.shapes) {
+    md += "- shape `" + shape.id + "`:";
+    for (const auto& [k, v] : shape.dims) md += " " + k + "=" + fmt(v, 6);
+    if (!shape.description.empty()) md += " (" + shape.description + ")";
+    md += "\n";
+    for (const auto& t : shape.inputs) {
+      md += "  - input " + t.name + " " + t.dtype + " [";
+      for (std::size_t i = 0; i < t.shape.size(); ++i) md += (i ? ", " : "") + std::to_string(t.shape[i]);
+      md += std::string("]") + (t.updated ? " (updated in place)" : "") + "\n";
+    }
+    for (const auto& t : shape.outputs) {
+      md += "  - output " + t.name + " " + t.dtype + " [";
+      for (std::size_t i = 0; i < t.shape.size(); ++i) md += (i ? ", " : "") + std::to_string(t.shape[i]);
+      md += "]\n";
+    }
+  }
+  md += "\n## Target\n\n" + target.product + " (" + target.arch + "), " + target.framework + ", `" + target.compile_target + "`, warp/wavefront " +
+        std::to_string(target.warp_size) + "\n\n## Hardware facts\n\n" + hw + "\n## Roofline\n\n" + roofline_table;
+  md += "\n## V0 design" + (design.template_name.empty() ? std::string(" (no template: pattern unknown)") : " (template `" + design.template_name + "`)") + "\n\n";
+  for (const auto& c : design.choices) md += "- **" + c.aspect + "**: " + c.choice + " <- " + c.record + "\n";
+  md += "\n## Correctness plan\n\n";
+  for (const auto& c : design.correctness) md += "- " + c + "\n";
+  md += "- boundary cases:";
+  for (const auto& b : design.boundary_cases) md += " " + b + ";";
+  md += "\n\n## Measurement plan\n\n";
+  for (const auto& m : design.measurement) md += "- " + m + "\n";
+  md += "\n## Risks\n\n";
+  for (const auto& r : design.risks) md += "- " + r + "\n";
+  md += "\n## Records consulted\n\n| record | query_id | for |\n| --- | --- | --- |\n";
+  for (const auto& c : design.consulted) md += "| " + c.record + " | " + c.query_id + " | " + c.aspect + " |\n";
+
+  // The workspace is built beside its final place and renamed in: all or nothing.
+  const fs::path final_dir = fs::absolute(request.workspace.empty() ? "kwiki-" + task.name + "-" + target.product : request.workspace);
+  std::error_code ec;
+  if (fs::exists(final_dir, ec) && !fs::is_empty(final_dir, ec) && !request.force)
+    throw Error(ErrorCode::kBadInput, "the workspace exists and is not empty; pass --force to replace it", final_dir.string());
+  fs::create_directories(final_dir.parent_path(), ec);
+  const fs::path staging = final_dir.parent_path() / ("." + final_dir.filename().string() + ".kwiki-staging-" + std::to_string(getpid()));
+  fs::remove_all(staging, ec);
+  try {
+    fs::create_directories(staging / "task");
+    if (task.form == "benchmark") {
+      fs::copy(task.path, staging / "task", fs::copy_options::recursive);
+    } else {
+      fs::copy_file(task.path, staging / "task" / "task.json");
+      if (!task.reference.empty()) fs::copy_file(task.reference, staging / "task" / fs::path(task.reference).filename());
+    }
+    if (!task.reference.empty()) fs::copy_file(task.reference, staging / "reference.py");
+    write_text(staging / "README.md", readme);
+    write_text(staging / "plans" / "v0_plan.md", md);
+    write_text(staging / "plans" / "v0_plan.json", plan.dump(2) + "\n");
+    write_text(staging / "memory" / ".keep", "");
+    write_text(staging / "profiles" / ".keep", "");
+    const std::string git = "cd '" + staging.string() + "' && git init -q && git add -A && git -c user.name=kwiki -c user.email=kwiki@localhost "
+                            "commit -qm 'Step 0: plan' > /dev/null 2>&1";
+    if (std::system(git.c_str()) != 0) throw Error(ErrorCode::kIo, "git could not initialise the workspace repository", staging.string());
+    if (fs::exists(final_dir, ec)) {
+      const fs::path old = final_dir.parent_path() / ("." + final_dir.filename().string() + ".kwiki-old-" + std::to_string(getpid()));
+      fs::rename(final_dir, old);
+      fs::rename(staging, final_dir);
+      fs::remove_all(old, ec);
+    } else {
+      fs::rename(staging, final_dir);
+    }
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(staging, ec);
+    throw Error(ErrorCode::kIo, std::string("cannot write the workspace: ") + e.what(), final_dir.string());
+  } catch (...) {
+    fs::remove_all(staging, ec);
+    throw;
+  }
+  result.workspace = final_dir.string();
+  return result;
+}
+
+}  // namespace kwiki

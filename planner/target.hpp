@@ -1,0 +1,32 @@
+// Target resolution for plans: product -> architecture -> framework, compile target, ceilings.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kwiki/planner.hpp"
+#include "kwiki/query.hpp"
+
+namespace kwiki::detail {
+
+/// Everything a plan needs to know about the GPU, each number cited.
+struct TargetInfo {
+  std::string product, vendor, arch;
+  std::string framework;       ///< cuda | hip
+  std::string compile_target;  ///< sm_90a, gfx942, gfx950, ...
+  std::string spec_record;
+  Ceilings ceilings;
+  CitedValue compute_units;    ///< SM or CU count
+  std::string compute_unit_name;  ///< "SM" or "CU"
+  CitedValue l2_mb, onchip_kb;    ///< L2 (or LLC) and shared memory / LDS per SM/CU
+  std::string onchip_name;        ///< "shared memory" or "LDS"
+  int warp_size = 32;
+  std::vector<std::string> ceiling_records;  ///< measured-ceiling record ids used
+  std::vector<std::string> notes;            ///< facts the wiki does not record
+};
+
+/// Resolves `product` through the wiki. Throws kwiki::Error kNotRecorded (exit 3) naming the
+/// recorded products when the wiki has no spec sheet for it.
+TargetInfo resolve_target(QueryEngine& engine, const std::string& product, const std::string& dtype);
+
+}  // namespace kwiki::detail

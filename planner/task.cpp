@@ -1,0 +1,208 @@
+// Reads kernel tasks: the benchmark directory layout and task.json, with clear errors.
+#include <re2/re2.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "kwiki/error.hpp"
+#include "kwiki/planner.hpp"
+
+namespace kwiki {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kBadInput, "cannot read the file; check that it exists and is readable", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+json read_json(const std::string& path) {
+  const std::string text = read_file(path);
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(ErrorCode::kInvalidJson, std::string("malformed JSON: ") + e.what(), path);
+  }
+}
+
+// Canonical size names and the spellings tasks use for them.
+const std::vector<std::pair<std::string, std::vector<std::string>>> kDimAliases = {
+    {"num_tokens", {"num_tokens", "tokens", "n_tokens", "m", "M", "num_rows", "rows"}},
+    {"hidden_size", {"hidden_size", "hidden", "hidden_dim", "d_model", "dim", "n_cols", "cols", "width"}},
+    {"intermediate_size", {"intermediate_size", "intermediate", "d_ff"}},
+    {"in_features", {"in_features", "k", "K"}},
+    {"out_features", {"out_features", "n", "N"}},
+    {"num_seqs", {"num_seqs", "batch_size", "batch", "num_sequences"}},
+    {"num_q_heads", {"num_q_heads", "num_heads", "q_heads", "num_query_heads"}},
+    {"num_kv_heads", {"num_kv_heads", "kv_heads", "num_key_value_heads"}},
+    {"head_size", {"head_size", "head_dim"}},
+    {"block_size", {"block_size", "page_size"}},
+    {"context_len", {"context_len", "seq_len", "context_length", "kv_len"}},
+    {"num_experts", {"num_experts", "experts"}},
+    {"topk", {"topk", "top_k"}},
+};
+
+void read_dims(ShapeCase& shape) {
+  for (const json* kwargs : {&shape.init_kwargs, &shape.input_kwargs}) {
+    for (const auto& [canonical, spellings] : kDimAliases) {
+      for (const auto& spelling : spellings) {
+        auto it = kwargs->find(spelling);
+        if (it != kwargs->end() && it->is_number()) {
+          shape.dims[canonical] = it->get<double>();
+          break;
+        }
+      }
+    }
+  }
+}
+
+void read_shape_kwargs(ShapeCase& shape, const json& value, const std::string& file, const std::string& pointer) {
+  if (!value.is_object()) throw Error(ErrorCode::kSchemaViolation, "a shape must be an object", file, pointer);
+  for (const char* key : {"init_kwargs", "input_kwargs"}) {
+    auto it = value.find(key);
+    if (it == value.end()) continue;
+    if (!it->is_object()) throw Error(ErrorCode::kSchemaViolation, std::string(key) + " must be an object", file, pointer + "/" + key);
+    (std::string(key) == "init_kwargs" ? shape.init_kwargs : shape.input_kwargs) = *it;
+  }
+}
+
+// Keyword parameters of `def _make_inputs(...)`; has_var_kwargs when it takes **kwargs.
+std::set<std::string> factory_parameters(const std::string& source, bool& found, bool& has_var_kwargs) {
+  std::set<std::string> names;
+  std::string params;
+  static const RE2 kDef(R"(def\s+_make_inputs\s*\(([^)]*)\))");
+  found = RE2::PartialMatch(source, kDef, &params);
+  has_var_kwargs = params.find("**") != std::string::npos;
+  std::stringstream ss(params);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const auto start = item.find_first_not_of(" \t\n*");
+    if (start == std::string::npos) continue;
+    std::string name = item.substr(start);
+    name = name.substr(0, name.find_first_of(" \t\n:="));
+    if (!name.empty() && name != "self") names.insert(name);
+  }
+  return names;
+}
+
+Task load_benchmark_dir(const std::string& dir) {
+  Task task;
+  task.path = dir;
+  task.form = "benchmark";
+  task.name = fs::path(dir).filename().string();
+  if (task.name.empty()) task.name = fs::path(dir).parent_path().filename().string();
+  for (const char* required : {"reference.py", "input.py", "shapes.json"})
+    if (!fs::exists(dir + "/" + required))
+      throw Error(ErrorCode::kBadInput, std::string("the task has no ") + required + " (benchmark layout needs reference.py, input.py, shapes.json)",
+                  dir + "/" + required);
+  task.reference = dir + "/reference.py";
+  task.factory = dir + "/input.py";
+  const std::string reference = read_file(task.reference);
+  if (reference.find("class Model") == std::string::npos)
+    throw Error(ErrorCode::kBadInput, "reference.py defines no `class Model(torch.nn.Module)`", task.reference);
+  const std::string factory = read_file(task.factory);
+  bool found = false, var_kwargs = false;
+  const auto params = factory_parameters(factory, found, var_kwargs);
+  if (!found) throw Error(ErrorCode::kBadInput, "input.py defines no `def _make_inputs(**input_kwargs)` factory", task.factory);
+
+  const std::string shapes_path = dir + "/shapes.json";
+  const json shapes = read_json(shapes_path);
+  if (!shapes.is_object() || shapes.empty())
+    throw Error(ErrorCode::kSchemaViolation, "shapes.json must be a non-empty object of shape id -> {init_kwargs, input_kwargs}", shapes_path, "/");
+  for (const auto& [id, value] : shapes.items()) {
+    ShapeCase shape;
+    shape.id = id;
+    read_shape_kwargs(shape, value, shapes_path, "/" + id);
+    if (!var_kwargs) {
+      for (const auto& [key, v] : shape.input_kwargs.items())
+        if (!params.contains(key))
+          throw Error(ErrorCode::kBadInput,
+                      "shape \"" + id + "\" passes " + key + " but input.py's _make_inputs takes no such parameter", shapes_path,
+                      "/" + id + "/input_kwargs/" + key);
+    }
+    read_dims(shape);
+    task.shapes.push_back(std::move(shape));
+  }
+  if (fs::exists(dir + "/metadata.json")) {
+    task.metadata = read_json(dir + "/metadata.json");
+    if (!task.metadata.is_object()) throw Error(ErrorCode::kSchemaViolation, "metadata.json must be an object", dir + "/metadata.json", "/");
+    if (task.metadata.contains("dtype") && task.metadata["dtype"].is_string()) task.dtype = task.metadata["dtype"];
+    if (task.metadata.contains("pattern") && task.metadata["pattern"].is_string()) task.pattern_hint = task.metadata["pattern"];
+    if (task.metadata.contains("id") && task.metadata["id"].is_string()) task.name = task.metadata["id"];
+    if (auto s = task.metadata.find("shapes"); s != task.metadata.end() && s->is_object()) {
+      for (const auto& [id, info] : s->items()) {
+        bool known = false;
+        for (auto& shape : task.shapes) {
+          if (shape.id != id) continue;
+          known = true;
+          if (info.is_object() && info.contains("description") && info["description"].is_string()) shape.description = info["description"];
+        }
+        if (!known)
+          throw Error(ErrorCode::kBadInput, "metadata.json describes shape \"" + id + "\" that shapes.json does not define",
+                      dir + "/metadata.json", "/shapes/" + id);
+      }
+    }
+  }
+  if (fs::exists(dir + "/roofline.json")) task.roofline = read_json(dir + "/roofline.json");
+  return task;
+}
+
+Task load_task_json(const std::string& path) {
+  Task task;
+  task.path = path;
+  task.form = "task.json";
+  const json doc = read_json(path);
+  if (!doc.is_object()) throw Error(ErrorCode::kSchemaViolation, "task.json must be an object", path, "/");
+  task.name = doc.value("name", fs::path(path).parent_path().filename().string());
+  if (doc.contains("pattern") && !doc["pattern"].is_string()) throw Error(ErrorCode::kSchemaViolation, "pattern must be a string", path, "/pattern");
+  task.pattern_hint = doc.value("pattern", "");
+  if (doc.contains("dtype") && !doc["dtype"].is_string()) throw Error(ErrorCode::kSchemaViolation, "dtype must be a string", path, "/dtype");
+  task.dtype = doc.value("dtype", "bf16");
+  if (doc.contains("params")) {
+    if (!doc["params"].is_object()) throw Error(ErrorCode::kSchemaViolation, "params must be an object", path, "/params");
+    task.params = doc["params"];
+  }
+  if (doc.contains("reference")) {
+    if (!doc["reference"].is_string()) throw Error(ErrorCode::kSchemaViolation, "reference must be a path", path, "/reference");
+    task.reference = (fs::path(path).parent_path() / doc["reference"].get<std::string>()).string();
+    if (!fs::exists(task.reference)) throw Error(ErrorCode::kBadInput, "the reference it names does not exist", task.reference);
+  }
+  auto shapes = doc.find("shapes");
+  if (shapes == doc.end() || !shapes->is_object() || shapes->empty())
+    throw Error(ErrorCode::kSchemaViolation, "task.json needs a non-empty \"shapes\" object", path, "/shapes");
+  for (const auto& [id, value] : shapes->items()) {
+    if (!value.is_object()) throw Error(ErrorCode::kSchemaViolation, "a shape must be an object of sizes", path, "/shapes/" + id);
+    ShapeCase shape;
+    shape.id = id;
+    shape.init_kwargs = task.params;
+    shape.input_kwargs = value;
+    read_dims(shape);
+    if (shape.dims.empty())
+      throw Error(ErrorCode::kSchemaViolation, "shape \"" + id + "\" names no size kwiki knows (tokens, hidden, ...)", path, "/shapes/" + id);
+    task.shapes.push_back(std::move(shape));
+  }
+  return task;
+}
+
+}  // namespace
+
+Task load_task(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw Error(ErrorCode::kBadInput, "task not found: give a benchmark task folder or a task.json", path);
+  Task task = fs::is_directory(path, ec) ? (fs::exists(path + "/task.json") && !fs::exists(path + "/shapes.json") ? load_task_json(path + "/task.json")
+                                                                                                            : load_benchmark_dir(path))
+                                         : load_task_json(path);
+  static const std::set<std::string> kDtypes = {"bf16", "fp16", "fp32", "fp8_e4m3fn", "fp8_e4m3fnuz", "int8", "int32", "int64"};
+  if (!kDtypes.contains(task.dtype))
+    throw Error(ErrorCode::kBadInput, "unknown dtype \"" + task.dtype + "\" (known: bf16, fp16, fp32, fp8_e4m3fn, fp8_e4m3fnuz, int8)", task.path,
+                "/dtype");
+  return task;
+}
+
+}  // namespace kwiki
