@@ -299,7 +299,16 @@ void extract_kernel(const json& doc, const RecordLocation& where, BuiltRecord& o
                  string_or_empty(payload, "title") + "\n";
   if (auto p = payload.find("problem"); p != payload.end()) r.title_text += string_or_empty(*p, "statement") + "\n";
   for (const auto& t : retrieval.at("triggers")) r.title_text += t.get<std::string>() + "\n";
-  collect_text(payload, r.body_text);
+  // The body is everything else: what the title already holds is not tokenized twice.
+  for (const auto& [key, value] : payload.items()) {
+    if (key == "goal" || key == "technique" || key == "title") continue;
+    if (key == "problem" && value.is_object()) {
+      for (const auto& [pk, pv] : value.items())
+        if (pk != "statement") collect_text(pv, r.body_text);
+      continue;
+    }
+    collect_text(value, r.body_text);
+  }
 
   const json& worth = doc.at("worth");
   r.worth = worth.at("rank").at("score").get<double>();

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
 
 #include "kwiki/error.hpp"
@@ -36,6 +37,8 @@ std::string now_iso8601() {
 
 StateDb::StateDb(std::string index_dir) : path_(std::move(index_dir) + "/state.sqlite") {}
 
+std::string StateDb::feedback_marker() const { return path_ + ".has-feedback"; }
+
 StateDb::~StateDb() {
   if (db_) sqlite3_close(db_);
 }
@@ -44,7 +47,8 @@ bool StateDb::open(bool for_write) {
   if (db_) return true;
   if (failed_) return false;
   struct stat st {};
-  if (!for_write && ::stat(path_.c_str(), &st) != 0) return false;  // nothing logged yet: no adjustments
+  const bool exists = ::stat(path_.c_str(), &st) == 0 && st.st_size > 0;
+  if (!for_write && !exists) return false;  // nothing logged yet: no adjustments
   if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
     if (db_) sqlite3_close(db_);
     db_ = nullptr;
@@ -55,14 +59,8 @@ bool StateDb::open(bool for_write) {
   // The log is an aid, not a record of truth: no fsync and no journal file per query (a
   // WAL would be created, checkpointed and deleted by every short-lived kwiki process).
   sqlite3_exec(db_, "PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF", nullptr, nullptr, nullptr);
-  int version = 0;
-  {
-    sqlite3_stmt* v = nullptr;
-    if (sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &v, nullptr) == SQLITE_OK && sqlite3_step(v) == SQLITE_ROW)
-      version = sqlite3_column_int(v, 0);
-    sqlite3_finalize(v);
-  }
-  if (version != 1 && sqlite3_exec(db_, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) {
+  // CREATE ... IF NOT EXISTS costs a parse per process; only a new file needs it.
+  if (!exists && sqlite3_exec(db_, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) {
     sqlite3_close(db_);
     db_ = nullptr;
     failed_ = true;
@@ -93,7 +91,9 @@ void StateDb::log_query(const std::string& query_id, const std::string& request,
 std::map<std::string, double> StateDb::worth_adjustments(const std::vector<std::string>& keys) {
   std::map<std::string, double> out;
   try {
-    if (keys.empty() || !open(false)) return out;
+    // Until the first feedback there is nothing to adjust: a marker saves opening the log.
+    struct stat st {};
+    if (keys.empty() || ::stat(feedback_marker().c_str(), &st) != 0 || !open(false)) return out;
     // Only records with feedback can move; that table is small, so read it whole.
     Statement s(db_, "SELECT key,applied,effective,ineffective FROM worth WHERE applied+effective+ineffective>0");
     std::map<std::string, double> all;
@@ -126,6 +126,7 @@ void StateDb::record_feedback(const std::string& query_id, const std::string& ke
     served = served || list.find("\n" + key + "\n") != std::string::npos;
   }
   if (!known) throw Error(ErrorCode::kBadInput, "unknown query id " + query_id + " (not in this index's query log)");
+  { std::FILE* marker = std::fopen(feedback_marker().c_str(), "a"); if (marker) std::fclose(marker); }
   if (!served) throw Error(ErrorCode::kBadInput, "record " + key + " was not served by query " + query_id);
   exec_sql(db_, "BEGIN IMMEDIATE");
   try {

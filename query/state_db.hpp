@@ -28,6 +28,7 @@ class StateDb {
 
  private:
   bool open(bool for_write);
+  std::string feedback_marker() const;
   std::string path_;
   sqlite3* db_ = nullptr;
   bool failed_ = false;
