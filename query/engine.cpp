@@ -183,6 +183,14 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
       }
     }
   }
+  // A measured symptom ("70% of DRAM bandwidth") makes the request a diagnosis: the technique
+  // records lead, and the hardware records it cited follow them (the facts stay in "hardware").
+  const bool diagnosis = std::any_of(intent.measured.begin(), intent.measured.end(), [](const MeasuredSymptom& m) { return m.applies; });
+  if (diagnosis && !intent.hardware_only()) {
+    std::stable_partition(answer.records.begin(), answer.records.end(), [](const AnswerRecord& a) {
+      return a.record.type != "spec-sheet" && a.record.type != "measured-ceiling";
+    });
+  }
 
   if (options.brief)
     for (auto& a : answer.records) a.payload_override = detail::brief_payload(a.record.payload, a.record.source, detail::BriefLevel::kBrief);
