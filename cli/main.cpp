@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "kwiki/answer.hpp"
+#include "kwiki/baseline.hpp"
+#include "kwiki/memory.hpp"
+#include "kwiki/util.hpp"
 #include "kwiki/error.hpp"
 #include "kwiki/indexer.hpp"
 #include "kwiki/planner.hpp"
@@ -294,6 +297,111 @@ int run_plan(kwiki::PlanRequest request, const std::string& shapes, const std::s
   return kExitOk;
 }
 
+// ---- kwiki baseline ----
+int run_baseline_command(kwiki::BaselineRequest request, const std::string& shapes, const OutputFlags& out) {
+  std::stringstream ss(shapes);
+  for (std::string id; std::getline(ss, id, ',');)
+    if (!id.empty()) request.shape_ids.push_back(id);
+  const kwiki::BaselineResult r = kwiki::run_baseline(request);
+  if (out.want_json()) {
+    ordered_json j;
+    j["workspace"] = request.workspace;
+    j["kernel"] = r.kernel_path;
+    j["compiled"] = r.compiled;
+    j["measured"] = r.measured;
+    j["status"] = r.status;
+    j["not_measured_because"] = r.not_measured_because.empty() ? ordered_json() : ordered_json(r.not_measured_because);
+    j["static_evidence"] = r.static_evidence;
+    j["result"] = r.result_json;
+    j["notes"] = r.notes;
+    print_line(kwiki::json_text(j));
+  } else {
+    std::printf("baseline %s: %s (%s)\n", request.workspace.c_str(), r.status.c_str(),
+                r.measured ? "measured" : ("not measured: " + r.not_measured_because).c_str());
+    for (const auto& n : r.notes) std::printf("note: %s\n", n.c_str());
+  }
+  return r.exit_code;
+}
+
+// ---- kwiki util ----
+int run_util(const kwiki::UtilRequest& request, const std::string& index_option, const OutputFlags& out) {
+  kwiki::QueryEngine engine = open_engine(index_option);
+  const ordered_json u = kwiki::compute_utilization(engine, request);
+  if (out.want_json()) {
+    print_line(kwiki::json_text(u));
+    return kExitOk;
+  }
+  std::printf("%s: %.4g TFLOPS, %.4g GB/s in %.4g ms\n", u["gpu"].get<std::string>().c_str(), u["tflops"].get<double>(), u["gbps"].get<double>(),
+              u["time_ms"].get<double>());
+  for (const auto& p : u["peaks"])
+    std::printf("  %-28s %s%% of %s %s <- %s\n", p["name"].get<std::string>().c_str(), p["pct"].is_null() ? "-" : kwiki::json_text(p["pct"]).c_str(),
+                p["value"].is_null() ? "-" : kwiki::json_text(p["value"]).c_str(), p.value("unit", "").c_str(), p["citation"].get<std::string>().c_str());
+  if (!u["pct_of_sol"].is_null()) std::printf("  %% of SOL: %s (SOL %s us)\n", kwiki::json_text(u["pct_of_sol"]).c_str(), kwiki::json_text(u["sol_us"]).c_str());
+  if (u.contains("grid")) std::printf("  grid: %s\n", kwiki::json_text(u["grid"]).c_str());
+  return kExitOk;
+}
+
+// ---- kwiki memory ----
+struct MemoryArgs {
+  std::string action, workspace, version;
+  std::vector<std::string> sets;
+  bool include_masked = false;
+};
+
+int run_memory(const MemoryArgs& a, const OutputFlags& out) {
+  if (a.workspace.empty()) throw Error(ErrorCode::kUsage, "kwiki memory needs --workspace DIR");
+  const kwiki::MemoryStore store(a.workspace);
+  auto need_version = [&] {
+    if (a.version.empty()) throw Error(ErrorCode::kUsage, "kwiki memory " + a.action + " needs --version vN");
+  };
+  std::vector<std::pair<std::string, ordered_json>> sets;
+  for (const auto& s : a.sets) sets.push_back(kwiki::MemoryStore::parse_assignment(s));
+  ordered_json result;
+  if (a.action == "init") {
+    store.init();
+    result = {{"initialized", a.workspace + "/memory"}};
+  } else if (a.action == "create") {
+    need_version();
+    ordered_json fields = ordered_json::object();
+    for (const auto& [k, v] : sets) fields[k] = v;
+    result = store.create(a.version, fields);
+  } else if (a.action == "read") {
+    need_version();
+    result = store.read(a.version, a.include_masked);
+  } else if (a.action == "update") {
+    need_version();
+    if (sets.empty()) throw Error(ErrorCode::kUsage, "kwiki memory update needs at least one --set field.path=value");
+    result = store.update(a.version, sets);
+  } else if (a.action == "mask" || a.action == "unmask") {
+    need_version();
+    store.set_masked(a.version, a.action == "mask");
+    result = {{"version", a.version}, {"masked", a.action == "mask"}};
+  } else if (a.action == "summary") {
+    result = store.summary();
+  } else if (a.action == "latest") {
+    const auto v = store.latest();
+    if (!v) {
+      print_line(kwiki::json_text({{"latest", nullptr}}));
+      return kExitNothingFound;
+    }
+    result = store.read(*v);
+  } else if (a.action == "list") {
+    result = store.list();
+  } else {
+    throw Error(ErrorCode::kUsage, "unknown memory action \"" + a.action + "\" (init, create, read, update, mask, unmask, summary, latest, list)");
+  }
+  if (out.want_json() || a.action != "summary") {
+    print_line(kwiki::json_text(result));
+  } else {
+    std::printf("%-8s %-7s %-13s %-14s %-10s %-8s %s\n", "version", "masked", "status", "latency_us", "SOL eff", "speedup", "action");
+    for (const auto& r : result)
+      std::printf("%-8s %-7s %-13s %-14s %-10s %-8s %s\n", r["version"].get<std::string>().c_str(), r["masked"].get<bool>() ? "yes" : "no",
+                  r["status"].get<std::string>().c_str(), kwiki::json_text(r["latency_us"]).c_str(), kwiki::json_text(r["sol_efficiency_geomean"]).c_str(),
+                  kwiki::json_text(r["speedup_vs_ref_geomean"]).c_str(), r["action"].get<std::string>().c_str());
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -358,7 +466,42 @@ int main(int argc, char** argv) {
   plan->add_flag("--force", plan_request.force, "replace an existing workspace");
   plan->add_flag("--no-dry-run", no_dry_run, "do not run the PyTorch reference even when torch is importable");
 
-  for (auto* sub : {index, stats, get, query, hw, feedback, plan}) {
+  kwiki::BaselineRequest baseline_request;
+  std::string baseline_shapes;
+  bool no_commit = false;
+  auto* baseline = app.add_subcommand("baseline", "write, build, check and measure the V0 kernel of a planned workspace; report and commit");
+  baseline->add_option("--workspace", baseline_request.workspace, "a workspace made by kwiki plan")->required();
+  baseline->add_option("--kernel", baseline_request.kernel_file, "measure this kernel (launcher ABI v1) instead of the template's");
+  baseline->add_option("--shapes", baseline_shapes, "comma-separated shape ids (default: all)");
+  baseline->add_flag("--allow-other-device", baseline_request.allow_other_device, "run on a GPU other than the plan's product, labelling every figure");
+  baseline->add_option("--timeout", baseline_request.timeout_sec, "seconds per case before TIMEOUT_FAIL (default 30)");
+  baseline->add_flag("--no-commit", no_commit, "do not commit in the workspace");
+  baseline->footer("Exit: 0 measured and correct, 1 ran but incorrect, 2 usage or input error, 4 build or runtime failure, 5 built but not measured (no suitable device).");
+
+  kwiki::UtilRequest util_request;
+  long long grid_blocks = 0;
+  auto* util = app.add_subcommand("util", "achieved TFLOPS and GB/s, % of the cited peaks and of SOL");
+  util->add_option("--gpu", util_request.product, "product (H200, MI300X, ...)")->required();
+  util->add_option("--dtype", util_request.dtype, "dtype of the matrix work (bf16, fp16, fp8, fp32)");
+  util->add_option("--flops", util_request.flops, "FLOPs of the timed work");
+  util->add_option("--bytes", util_request.bytes, "bytes moved by the timed work");
+  util->add_option("--time-ms", util_request.time_ms, "measured time in milliseconds")->required();
+  util->add_option("--grid-blocks", grid_blocks, "blocks launched (reports waves over the SMs/CUs)");
+  util->add_option("--unit", util_request.unit, "matrix | vector | auto (default: matrix for 16/8-bit dtypes)");
+
+  MemoryArgs memory_args;
+  auto* memory = app.add_subcommand("memory", "a workspace's iteration records: init|create|read|update|mask|unmask|summary|latest|list");
+  memory->add_option("action", memory_args.action, "init | create | read | update | mask | unmask | summary | latest | list")->required();
+  memory->add_option("--workspace", memory_args.workspace, "the workspace")->required();
+  memory->add_option("--version", memory_args.version, "v0, v1, ...");
+  memory->add_option("--set", memory_args.sets, "field.path=value (JSON when it parses: numbers, true, null, \"text\"; else text)");
+  memory->add_flag("--include-masked", memory_args.include_masked, "read a masked version");
+
+  for (auto* sub : {baseline, memory}) {
+    sub->add_flag("--json", out.json, "print JSON");
+    sub->add_flag("--text", out.text, "print text");
+  }
+  for (auto* sub : {index, stats, get, query, hw, feedback, plan, util}) {
     sub->add_option("--index", index_option, "index folder");
     sub->add_flag("--json", out.json, "print JSON");
     sub->add_flag("--text", out.text, "print text");
@@ -380,6 +523,15 @@ int main(int argc, char** argv) {
     if (*query) return run_query(query_args, index_option, out);
     if (*hw) return run_hw(hw_product, hw_field, hw_vs, index_option, out);
     if (*feedback) return run_feedback(fb_query, fb_id, fb_outcome, index_option, out);
+    if (*baseline) {
+      baseline_request.commit = !no_commit;
+      return run_baseline_command(baseline_request, baseline_shapes, out);
+    }
+    if (*util) {
+      if (grid_blocks != 0) util_request.grid_blocks = grid_blocks;
+      return run_util(util_request, index_option, out);
+    }
+    if (*memory) return run_memory(memory_args, out);
     if (*plan) {
       plan_request.dry_run = !no_dry_run;
       return run_plan(plan_request, plan_shapes, index_option, out);

@@ -1,0 +1,480 @@
+// kwiki baseline: generate the V0 kernel, build it (cached), run the harness, report, commit.
+#include "kwiki/baseline.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "embedded_files.hpp"
+#include "kwiki/error.hpp"
+#include "kwiki/memory.hpp"
+
+namespace kwiki {
+namespace detail {
+
+std::string embedded_file(const std::string& name) {
+  for (const EmbeddedFile* f = kBaselineFiles; f->name; ++f)
+    if (name == f->name) return f->text;
+  return {};
+}
+
+}  // namespace detail
+namespace {
+
+namespace fs = std::filesystem;
+using ordered_json = nlohmann::ordered_json;
+
+struct CommandResult {
+  int status = -1;
+  std::string output;
+};
+
+// Runs a shell command, capturing stdout and stderr together.
+CommandResult run_command(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return r;
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw Error(ErrorCode::kIo, "cannot write", p.string());
+}
+
+std::string fnv_hex(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string element_type(const std::string& dtype, const std::string& vendor) {
+  if (dtype == "fp32") return "float";
+  if (dtype == "fp16") return vendor == "amd" ? "__half" : "half";
+  return vendor == "amd" ? "__hip_bfloat16" : "__nv_bfloat16";
+}
+
+std::string now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string cuda_compiler() {
+  for (std::string candidate : {std::string(std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "") + "/bin/nvcc",
+                                std::string("/usr/local/cuda/bin/nvcc")})
+    if (candidate.size() > 9 && fs::exists(candidate)) return candidate;
+  const CommandResult r = run_command("command -v nvcc");
+  return r.status == 0 ? r.output.substr(0, r.output.find('\n')) : "";
+}
+
+int count_matches(const std::string& text, const std::string& pattern) {
+  const std::regex re(pattern);
+  return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
+}
+
+struct Device {
+  bool present = false;
+  std::string name, uuid, driver;
+};
+
+Device detect_nvidia_device() {
+  Device d;
+  const CommandResult r = run_command("nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader");
+  if (r.status != 0 || r.output.empty()) return d;
+  std::stringstream ss(r.output.substr(0, r.output.find('\n')));
+  std::getline(ss, d.name, ',');
+  std::getline(ss, d.uuid, ',');
+  std::getline(ss, d.driver, ',');
+  auto trim = [](std::string& s) {
+    s.erase(0, s.find_first_not_of(' '));
+    s.erase(s.find_last_not_of(" \r\n") + 1);
+  };
+  trim(d.name);
+  trim(d.uuid);
+  trim(d.driver);
+  d.present = !d.name.empty();
+  return d;
+}
+
+// "h200-sxm" -> "H200": the family word a device name carries.
+bool device_matches(const std::string& device_name, const std::string& product) {
+  std::string family = product.substr(0, product.find('-'));
+  for (auto& c : family) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::string name = device_name;
+  for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const auto pos = name.find(family);
+  if (pos == std::string::npos) return false;
+  const std::size_t end = pos + family.size();
+  return end == name.size() || !std::isalnum(static_cast<unsigned char>(name[end]));  // H20 is not H200
+}
+
+std::string fmt(double v, int digits = 4) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<std::string> template_patterns() {
+  std::vector<std::string> out;
+  for (const detail::EmbeddedFile* f = detail::kBaselineFiles; f->name; ++f) {
+    const std::string n = f->name;
+    if (n.size() > 4 && n.ends_with(".cuh") && n != "kwiki_compat.cuh") out.push_back(n.substr(0, n.size() - 4));
+  }
+  return out;
+}
+
+std::string template_source(const std::string& pattern, const std::string& dtype, const std::string& vendor) {
+  const std::string body = detail::embedded_file(pattern + ".cuh");
+  if (body.empty()) return {};
+  const std::string compat = detail::embedded_file("kwiki_compat.cuh");
+  std::string inlined;
+  std::stringstream ss(body);
+  for (std::string line; std::getline(ss, line);) {
+    if (line.find("#include") != std::string::npos && line.find("kwiki_compat.cuh") != std::string::npos) {
+      inlined += "// ---- kwiki_compat.cuh (inlined) ----\n" + compat + "\n// ---- end of kwiki_compat.cuh ----\n";
+    } else {
+      inlined += line + "\n";
+    }
+  }
+  std::string out = "// V0 " + pattern + " kernel generated by kwiki baseline from its template (launcher ABI v1).\n";
+  out += "// Element type and launcher are fixed here; edit freely and rerun `kwiki baseline --kernel kernel." +
+         std::string(vendor == "amd" ? "hip" : "cu") + "`.\n";
+  out += "#define KWIKI_T " + element_type(dtype, vendor) + "\n#define KWIKI_DEFINE_LAUNCHER 1\n\n" + inlined;
+  return out;
+}
+
+BaselineResult run_baseline(const BaselineRequest& request) {
+  BaselineResult result;
+  const fs::path ws = fs::absolute(request.workspace);
+  const fs::path plan_path = ws / "plans" / "v0_plan.json";
+  if (!fs::exists(plan_path)) throw Error(ErrorCode::kBadInput, "no plans/v0_plan.json here: run `kwiki plan` first", ws.string());
+  ordered_json plan;
+  try {
+    plan = ordered_json::parse(read_text(plan_path));
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kInvalidJson, std::string("the plan is not valid JSON: ") + e.what(), plan_path.string());
+  }
+  const std::string pattern = plan["pattern"]["name"];
+  const std::string vendor = plan["target"]["vendor"];
+  const std::string product = plan["target"]["product"];
+  const std::string target = plan["target"]["compile_target"];
+  const std::string dtype = plan["task"]["dtype"];
+  const bool amd = vendor == "amd";
+
+  // 1. The kernel source.
+  const fs::path kernel_path = ws / (amd ? "kernel.hip" : "kernel.cu");
+  std::string source;
+  if (!request.kernel_file.empty()) {
+    if (!fs::exists(request.kernel_file)) throw Error(ErrorCode::kBadInput, "--kernel file not found", request.kernel_file);
+    source = read_text(request.kernel_file);
+    if (source.find("kwiki_launch") == std::string::npos)
+      throw Error(ErrorCode::kBadInput, "the kernel defines no kwiki_launch (launcher ABI v1: see baseline/kernels/ABI.md)", request.kernel_file);
+  } else {
+    const std::string template_name = pattern == "fp8_quant" ? "fp8_quant" : pattern;
+    source = template_source(template_name, dtype, vendor);
+    if (source.empty())
+      throw Error(ErrorCode::kBadInput, "kwiki has no V0 template for pattern \"" + pattern + "\"; write the kernel (launcher ABI v1) and pass --kernel FILE",
+                  plan_path.string());
+  }
+  if (fs::absolute(request.kernel_file) != kernel_path) write_text(kernel_path, source);
+  result.kernel_path = kernel_path.string();
+
+  // 2. The shim and the harness.
+  std::string shim = detail::embedded_file("kernel_shim.py");
+  const std::string fp8_max = (amd && target == "gfx942") ? "240" : "448";
+  shim = std::regex_replace(shim, std::regex("@PATTERN@"), pattern);
+  shim = std::regex_replace(shim, std::regex("@FP8_MAX@"), fp8_max);
+  write_text(ws / "kernel.py", shim);
+  write_text(ws / "test_kernel.py", detail::embedded_file("test_kernel.py"));
+  if (!fs::exists(ws / "reference.py") && fs::exists(ws / "task" / "reference.py")) fs::copy_file(ws / "task" / "reference.py", ws / "reference.py");
+
+  // 3. Build, cached by source, flags and compiler.
+  const fs::path profiles = ws / "profiles" / "v0";
+  fs::create_directories(profiles);
+  fs::create_directories(ws / "build");
+  std::string compiler, flags;
+  if (!amd) {
+    compiler = cuda_compiler();
+    flags = "-O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -lineinfo -shared -Xcompiler -fPIC";
+    if (target != "sm_90a") flags = std::regex_replace(flags, std::regex("90a"), target.substr(3));
+  } else {
+    const CommandResult r = run_command("command -v clang++-19");
+    compiler = r.status == 0 ? r.output.substr(0, r.output.find('\n')) : "";
+    flags = "-x hip --offload-arch=" + target + " -O3 -std=c++17 -shared -fPIC";
+  }
+  ordered_json evidence;
+  evidence["target"] = target;
+  if (compiler.empty()) {
+    result.notes.push_back(std::string("not compiled: no ") + (amd ? "HIP compiler (clang++-19) found" : "CUDA compiler (nvcc) found"));
+    evidence["compiled"] = false;
+  } else {
+    const std::string version = run_command(quote(compiler) + " --version").output;
+    const char* cache_env = std::getenv("XDG_CACHE_HOME");
+    const fs::path cache = fs::path(cache_env && *cache_env ? cache_env : std::string(std::getenv("HOME") ? std::getenv("HOME") : "/tmp") + "/.cache") /
+                           "kwiki" / "builds" / fnv_hex(source + "\n" + flags + "\n" + version);
+    const fs::path so = cache / "kernel.so";
+    if (!fs::exists(so)) {
+      fs::create_directories(cache);
+      const CommandResult build = run_command(quote(compiler) + " " + flags + " -o " + quote((cache / "kernel.so.tmp").string()) + " " +
+                                              quote(kernel_path.string()));
+      write_text(cache / "build.log", build.output);
+      if (build.status != 0) {
+        write_text(profiles / "build.log", build.output);
+        result.status = "COMPILE_FAIL";
+        result.exit_code = 4;
+        result.notes.push_back("build failed: see profiles/v0/build.log");
+      } else {
+        fs::rename(cache / "kernel.so.tmp", so);
+      }
+    } else {
+      result.notes.push_back("build cache hit: " + cache.string());
+    }
+    if (fs::exists(so)) {
+      result.compiled = true;
+      fs::copy_file(so, ws / "build" / "kernel.so", fs::copy_options::overwrite_existing);
+      const std::string log = read_text(cache / "build.log");
+      write_text(profiles / "build.log", log);
+      evidence["compiled"] = true;
+      // Static evidence: the compiler's resource report and the instruction listing.
+      std::smatch m;
+      const std::regex regs(R"(Used (\d+) registers)"), spill(R"((\d+) bytes spill stores, (\d+) bytes spill loads)"), stack(R"((\d+) bytes stack frame)");
+      int max_regs = 0, spill_bytes = 0, stack_bytes = 0;
+      for (auto it = std::sregex_iterator(log.begin(), log.end(), regs); it != std::sregex_iterator(); ++it) max_regs = std::max(max_regs, std::stoi((*it)[1]));
+      for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it)
+        spill_bytes = std::max(spill_bytes, std::stoi((*it)[1]) + std::stoi((*it)[2]));
+      for (auto it = std::sregex_iterator(log.begin(), log.end(), stack); it != std::sregex_iterator(); ++it) stack_bytes = std::max(stack_bytes, std::stoi((*it)[1]));
+      evidence["max_registers_per_thread"] = max_regs;
+      evidence["spill_bytes"] = spill_bytes;
+      evidence["stack_frame_bytes"] = stack_bytes;
+      if (!amd) {
+        const fs::path cuobjdump = fs::path(compiler).parent_path() / "cuobjdump";
+        const CommandResult sass = run_command(quote(fs::exists(cuobjdump) ? cuobjdump.string() : std::string("cuobjdump")) + " --dump-sass " +
+                                               quote((ws / "build" / "kernel.so").string()));
+        if (sass.status == 0) {
+          write_text(profiles / "kernel.sass", sass.output);
+          evidence["listing"] = "profiles/v0/kernel.sass";
+          evidence["instructions"] = {{"LDG.E.128", count_matches(sass.output, R"(LDG\.E\.128)")},
+                                      {"STG.E.128", count_matches(sass.output, R"(STG\.E\.128)")},
+                                      {"HMMA", count_matches(sass.output, R"(\bHMMA)")},
+                                      {"HGMMA", count_matches(sass.output, R"(\bHGMMA)")},
+                                      {"LDSM (ldmatrix)", count_matches(sass.output, R"(\bLDSM)")},
+                                      {"LDGSTS (cp.async)", count_matches(sass.output, R"(\bLDGSTS)")},
+                                      {"LDL/STL (local memory)", count_matches(sass.output, R"(\b(LDL|STL)\b)")}};
+        }
+      }
+    }
+  }
+  result.static_evidence = evidence;
+
+  // 4. Run where the plan's device is.
+  std::string device_label;
+  if (result.compiled) {
+    const Device device = amd ? Device{} : detect_nvidia_device();
+    if (!device.present) {
+      result.not_measured_because = amd ? "no AMD GPU" : "no NVIDIA GPU on this machine";
+    } else if (!device_matches(device.name, product) && !request.allow_other_device) {
+      result.not_measured_because = "the GPU here is " + device.name + ", not the plan's " + product + " (pass --allow-other-device to run anyway)";
+    } else if (run_command("python3 -c 'import torch'").status != 0) {
+      result.not_measured_because = "torch is not importable here, so the reference cannot run";
+    } else {
+      device_label = device.name + " (" + device.uuid + ")" + (device_matches(device.name, product) ? "" : " [not the plan's product]");
+      std::string shapes;
+      for (const auto& s : request.shape_ids) shapes += (shapes.empty() ? "" : ",") + s;
+      const CommandResult run = run_command("cd " + quote(ws.string()) + " && KWIKI_KERNEL_SO=" + quote((ws / "build" / "kernel.so").string()) +
+                                            " TEST_TIMEOUT_SEC=" + std::to_string(request.timeout_sec) + " python3 test_kernel.py --version v0" +
+                                            (shapes.empty() ? "" : " --shapes " + quote(shapes)));
+      write_text(profiles / "test_kernel.log", run.output);
+      const auto pos = run.output.rfind("[test_kernel] RESULT_JSON=");
+      if (pos == std::string::npos) {
+        result.status = "RUNTIME_FAIL";
+        result.exit_code = 4;
+        result.notes.push_back("the harness printed no RESULT_JSON: see profiles/v0/test_kernel.log");
+      } else {
+        std::string line = run.output.substr(pos + 26);
+        line = line.substr(0, line.find('\n'));
+        result.result_json = ordered_json::parse(line);
+        result.measured = !result.result_json["latency_us_by_shape"].empty();
+        result.status = result.result_json["all_pass"].get<bool>() ? "PASS" : "MISMATCH";
+        for (const auto& f : result.result_json["failures"])
+          if (f["status"] != "MISMATCH") result.status = f["status"];
+        result.exit_code = result.status == "PASS" ? 0 : 1;
+      }
+    }
+  }
+  if (result.status.empty()) {
+    result.status = "NOT_RUN";
+    result.exit_code = result.compiled ? kExitNotMeasured : 4;
+    if (result.not_measured_because.empty()) result.not_measured_because = result.notes.empty() ? "not compiled" : result.notes.back();
+  }
+
+  // 5. Report, memory, commit.
+  std::map<std::string, ordered_json> plan_shapes;
+  for (const auto& s : plan["shapes"]) plan_shapes[s["id"]] = s;
+  auto fact = [&](const std::string& metric_prefix) -> std::pair<double, std::string> {
+    for (const auto& f : plan["hardware_facts"])
+      if (f["metric"].get<std::string>().rfind(metric_prefix, 0) == 0 && f["value"].is_number()) return {f["value"].get<double>(), f["citation"]};
+    return {0, ""};
+  };
+  const auto [bw, bw_cite] = fact("bandwidth");
+  const auto [mpeak, mpeak_cite] = fact("matrix peak");
+  const auto [vpeak, vpeak_cite] = fact("vector peak");
+  const auto [mbw, mbw_cite] = fact("measured copy bandwidth");
+  std::string perf_table = "| shape | status | latency us (p10-p90) | reference us | speedup | TFLOPS | GB/s | % peak BW | % peak compute | % SOL |\n"
+                           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  std::vector<double> sol_eff, tflops_all, gbps_all, bw_pct_all, tf_pct_all;
+  const ordered_json& rj = result.result_json;
+  for (const auto& [id, s] : plan_shapes) {
+    if (!request.shape_ids.empty() && std::find(request.shape_ids.begin(), request.shape_ids.end(), id) == request.shape_ids.end()) continue;
+    const std::string status = rj.is_object() && rj["statuses"].contains(id) ? rj["statuses"][id].get<std::string>() : result.status;
+    if (!rj.is_object() || !rj["latency_us_by_shape"].contains(id)) {
+      perf_table += "| " + id + " | " + status + " | not measured: " + (result.not_measured_because.empty() ? "failed correctness" : result.not_measured_because) +
+                    " | | | | | | | |\n";
+      continue;
+    }
+    const double us = rj["latency_us_by_shape"][id];
+    const auto& spread = rj["latency_spread_by_shape"][id];
+    const double ref = rj["reference_latency_us_by_shape"].value(id, 0.0);
+    const auto& work = s["work"];
+    const double flops = work.is_object() ? work["matrix_flops"].get<double>() + work["vector_flops"].get<double>() : 0;
+    const double bytes = work.is_object() ? work["bytes_read"].get<double>() + work["bytes_written"].get<double>() : 0;
+    const double tflops = flops / (us * 1e-6) / 1e12, gbps = bytes / (us * 1e-6) / 1e9;
+    const bool matrix = work.is_object() && work["matrix_flops"].get<double>() > 0;
+    const double peak = matrix ? mpeak : vpeak;
+    const double sol = s["roofline"].is_object() ? s["roofline"]["sol_us"].get<double>() : 0;
+    tflops_all.push_back(tflops);
+    gbps_all.push_back(gbps);
+    if (bw > 0) bw_pct_all.push_back(100 * gbps / (bw * 1e3));
+    if (peak > 0) tf_pct_all.push_back(100 * tflops / peak);
+    if (sol > 0) sol_eff.push_back(sol / us);
+    perf_table += "| " + id + " | " + status + " | " + fmt(us) + " (" + fmt(spread["p10"].get<double>()) + "-" + fmt(spread["p90"].get<double>()) + ") | " +
+                  (ref > 0 ? fmt(ref) : "-") + " | " + (ref > 0 ? fmt(ref / us, 3) + "x" : "-") + " | " + fmt(tflops) + " | " + fmt(gbps) + " | " +
+                  (bw > 0 ? fmt(100 * gbps / (bw * 1e3), 3) : "-") + (mbw > 0 ? " (" + fmt(100 * gbps / (mbw * 1e3), 3) + " of measured copy)" : "") + " | " +
+                  (peak > 0 ? fmt(100 * tflops / peak, 3) : "-") + " | " + (sol > 0 ? fmt(100 * sol / us, 3) : "-") + " |\n";
+  }
+  auto geomean = [](const std::vector<double>& v) -> ordered_json {
+    if (v.empty()) return nullptr;
+    double s = 0;
+    for (double x : v) s += std::log(std::max(x, 1e-30));
+    return std::exp(s / static_cast<double>(v.size()));
+  };
+
+  std::string report = "# Baseline report: " + plan["task"]["name"].get<std::string>() + " on " + product + " (V0)\n\n";
+  report += "- kernel: `" + kernel_path.filename().string() + "` (" + (request.kernel_file.empty() ? "kwiki template for " + pattern : "user kernel " + request.kernel_file) +
+            "), shim `kernel.py`, harness `test_kernel.py`, reference `reference.py`\n";
+  report += "- target: " + target + "; compiled: " + (result.compiled ? "yes" : "no") + "; status: **" + result.status + "**\n";
+  report += "- device: " + (device_label.empty() ? "none used (not measured: " + result.not_measured_because + ")" : device_label) + "\n";
+  if (rj.is_object() && rj.contains("environment")) report += "- environment: `" + rj["environment"].dump() + "`\n";
+  report += "\n## Reference semantics\n\nPattern " + pattern + ", dtype " + dtype + "; see plans/v0_plan.md for inputs, outputs and the roofline.\n";
+  report += "\n## V0 configuration\n\n";
+  for (const auto& c : plan["design"]["choices"]) report += "- " + c["aspect"].get<std::string>() + ": " + c["choice"].get<std::string>() + " <- " + c["record"].get<std::string>() + "\n";
+  report += "\n## Static evidence (compiler report and listing)\n\n```json\n" + evidence.dump(2) + "\n```\n";
+  report += "\n## Correctness\n\n";
+  if (rj.is_object()) {
+    report += "Seeds: " + rj["seeds"].dump() + "; max abs err " + fmt(rj["max_abs_err"].get<double>()) + ", max rel err " + fmt(rj["max_rel_err"].get<double>()) + ".\n\n";
+    for (const auto& f : rj["failures"]) report += "- " + f["shape"].get<std::string>() + ": " + f["status"].get<std::string>() + " " + f["messages"].dump() + "\n";
+  } else {
+    report += "Not run: " + result.not_measured_because + ".\n";
+  }
+  report += "\n## Performance\n\nTimed with device events around the kernel alone, L2 flushed between repetitions, median of the repetitions (harness v1).\n"
+            "Peaks: bandwidth " + (bw > 0 ? fmt(bw) + " TB/s <- " + bw_cite : std::string("not recorded")) + "; matrix " +
+            (mpeak > 0 ? fmt(mpeak) + " TFLOPS <- " + mpeak_cite : std::string("not recorded")) + "; vector " +
+            (vpeak > 0 ? fmt(vpeak) + " TFLOPS <- " + vpeak_cite : std::string("not recorded")) +
+            (mbw > 0 ? "; measured copy " + fmt(mbw) + " TB/s <- " + mbw_cite : std::string("")) + ".\n\n" + perf_table;
+  if (rj.is_object() && rj["latency_us_geomean"].is_number())
+    report += "\nGeomean latency " + fmt(rj["latency_us_geomean"].get<double>()) + " us; speedup vs reference (geomean) " +
+              (rj["speedup_vs_ref_geomean"].is_number() ? fmt(rj["speedup_vs_ref_geomean"].get<double>(), 3) + "x" : "-") + ".\n";
+  report += "\n## Not measured\n\n" + (result.not_measured_because.empty() ? std::string("Every planned shape ran.\n") : result.not_measured_because + ": no figure above was invented.\n");
+  report += "\n## Records consulted\n\n";
+  for (const auto& c : plan["records_consulted"]) report += "- " + c["record"].get<std::string>() + " (query " + c["query_id"].get<std::string>() + ")\n";
+  write_text(ws / "baseline_report.md", report);
+
+  // memory/v0.json
+  MemoryStore memory(ws.string());
+  ordered_json record;
+  record["schema_version"] = 1;
+  record["version"] = "v0";
+  record["masked"] = false;
+  record["timestamp"] = now_iso8601();
+  record["device"] = device_label.empty() ? ordered_json() : ordered_json(device_label);
+  ordered_json perf;
+  perf["latency_us"] = rj.is_object() && rj["latency_us_geomean"].is_number() ? rj["latency_us_geomean"] : ordered_json();
+  perf["latency_us_by_shape"] = rj.is_object() ? rj["latency_us_by_shape"] : ordered_json::object();
+  perf["tflops"] = geomean(tflops_all);
+  perf["bandwidth_gbps"] = geomean(gbps_all);
+  perf["tflops_peak_utilization_pct"] = geomean(tf_pct_all);
+  perf["bandwidth_peak_utilization_pct"] = geomean(bw_pct_all);
+  perf["sol_efficiency_geomean"] = geomean(sol_eff);
+  perf["reference_latency_us_by_shape"] = rj.is_object() ? rj["reference_latency_us_by_shape"] : ordered_json::object();
+  perf["speedup_vs_ref_geomean"] = rj.is_object() && rj["speedup_vs_ref_geomean"].is_number() ? rj["speedup_vs_ref_geomean"] : ordered_json();
+  record["performance"] = perf;
+  record["optimization"] = {{"action_category", "baseline"},
+                            {"action_description", request.kernel_file.empty() ? "V0 from the kwiki " + pattern + " template" : "V0: user kernel " + request.kernel_file}};
+  record["correctness"] = {{"status", result.status == "PASS" || result.status == "MISMATCH" || result.status == "COMPILE_FAIL" || result.status == "RUNTIME_FAIL" ||
+                                              result.status == "TIMEOUT_FAIL"
+                                          ? result.status
+                                          : "NOT_RUN"},
+                           {"max_abs_err", rj.is_object() ? rj["max_abs_err"] : ordered_json()},
+                           {"max_rel_err", rj.is_object() ? rj["max_rel_err"] : ordered_json()}};
+  record["quality_gate"] = {{"result", !result.measured ? "not_measured" : (result.status == "PASS" ? "pass" : "fail")},
+                            {"failure_reason", result.measured && result.status != "PASS" ? ordered_json(result.status) : ordered_json()}};
+  record["pitfalls_and_fixes"] = ordered_json::array();
+  ordered_json refs = ordered_json::array();
+  for (const auto& c : plan["records_consulted"])
+    refs.push_back({{"source_type", "gpu-wiki"}, {"record_id", c["record"]}, {"query_id", c["query_id"]}, {"description", c["aspect"]}});
+  record["references"] = refs;
+  record["git_commit_hash"] = nullptr;
+  if (fs::exists(ws / "memory" / "v0.json")) fs::remove(ws / "memory" / "v0.json");
+  memory.write(record);
+
+  if (request.commit && fs::exists(ws / ".git")) {
+    const std::string git = "cd " + quote(ws.string()) + " && git add -A && git -c user.name=kwiki -c user.email=kwiki@localhost commit -qm 'V0: baseline kernel'";
+    if (run_command(git).status == 0) {
+      const std::string hash = run_command("cd " + quote(ws.string()) + " && git rev-parse HEAD").output.substr(0, 40);
+      memory.update("v0", {{"git_commit_hash", hash}});
+      run_command("cd " + quote(ws.string()) + " && git add -A && git -c user.name=kwiki -c user.email=kwiki@localhost commit -qm 'V0: memory/v0.json'");
+    } else {
+      result.notes.push_back("git commit failed in the workspace");
+    }
+  }
+  return result;
+}
+
+}  // namespace kwiki

@@ -1,0 +1,359 @@
+// kwiki_compat.cuh: the portability layer of the kwiki V0 kernel templates (CUDA and HIP).
+//
+// Everything that differs between NVIDIA (CUDA, 32-lane warps) and AMD CDNA (HIP, 64-lane
+// wavefronts) lives here: headers, the warp width, cross-lane shuffles, the 16-bit float types,
+// the stream type and the error getter. The templates include this header and nothing else
+// platform specific. Nothing here assumes 32 lanes: every loop over lanes starts at
+// KWIKI_WARP_SIZE / 2.
+//
+// Also here: the small row machinery the row templates share (element loads and stores
+// converted to fp32, one row per block or per warp, and the launch plan chosen from the row
+// length).
+#ifndef KWIKI_COMPAT_CUH
+#define KWIKI_COMPAT_CUH
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <climits>
+#include <cmath>
+#include <type_traits>
+
+// ---------------------------------------------------------------------------------------------
+// Platform detection
+// ---------------------------------------------------------------------------------------------
+#if defined(__HIP_PLATFORM_AMD__) || (defined(__HIPCC__) && !defined(__HIP_PLATFORM_NVIDIA__))
+#define KWIKI_PLATFORM_HIP 1
+#define KWIKI_PLATFORM_CUDA 0
+#include <hip/hip_runtime.h>
+#include <hip/hip_bf16.h>
+#include <hip/hip_fp16.h>
+#else
+#define KWIKI_PLATFORM_HIP 0
+#define KWIKI_PLATFORM_CUDA 1
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Warp / wavefront width and the full-lane mask
+// ---------------------------------------------------------------------------------------------
+#if KWIKI_PLATFORM_HIP
+// CDNA runs 64-lane wavefronts. The device pass may define __AMDGCN_WAVEFRONT_SIZE; the host
+// pass does not, and the launchers (host code) must agree with the kernels, so 64 there.
+#if defined(__AMDGCN_WAVEFRONT_SIZE)
+#define KWIKI_WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
+#else
+#define KWIKI_WARP_SIZE 64
+#endif
+typedef unsigned long long kwiki_lane_mask_t;
+#define KWIKI_FULL_LANE_MASK (~0ull)
+#else
+#define KWIKI_WARP_SIZE 32
+typedef unsigned int kwiki_lane_mask_t;
+#define KWIKI_FULL_LANE_MASK 0xffffffffu
+#endif
+
+/// The most warps a block of 1024 threads holds (32 on CUDA, 16 on CDNA).
+#define KWIKI_MAX_WARPS (1024 / KWIKI_WARP_SIZE)
+
+// ---------------------------------------------------------------------------------------------
+// Function qualifiers, export, stream and error
+// ---------------------------------------------------------------------------------------------
+#define KWIKI_GLOBAL __global__
+#define KWIKI_DEVICE __device__ __forceinline__
+#define KWIKI_HOST_DEVICE __host__ __device__ __forceinline__
+#define KWIKI_EXPORT extern "C" __attribute__((visibility("default")))
+
+#if KWIKI_PLATFORM_HIP
+typedef hipStream_t kwiki_stream_t;
+typedef __hip_bfloat16 kwiki_bf16;
+typedef __half kwiki_half;
+/// The last launch error (0 when none), as an int, as the ABI returns it.
+static inline int kwiki_last_error() { return static_cast<int>(hipGetLastError()); }
+#else
+typedef cudaStream_t kwiki_stream_t;
+typedef __nv_bfloat16 kwiki_bf16;
+typedef __half kwiki_half;
+/// The last launch error (0 when none), as an int, as the ABI returns it.
+static inline int kwiki_last_error() { return static_cast<int>(cudaGetLastError()); }
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Cross-lane shuffle
+// ---------------------------------------------------------------------------------------------
+/// v from the lane whose index is this lane's index XOR lane_mask (butterfly step).
+template <typename V>
+KWIKI_DEVICE V kwiki_shfl_xor(V v, int lane_mask) {
+#if KWIKI_PLATFORM_HIP
+  return __shfl_xor(v, lane_mask, KWIKI_WARP_SIZE);
+#else
+  return __shfl_xor_sync(KWIKI_FULL_LANE_MASK, v, lane_mask);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// 16-bit float conversions (fp32 inside, one rounding at the store: round to nearest even)
+// ---------------------------------------------------------------------------------------------
+KWIKI_DEVICE float kwiki_to_float(float v) { return v; }
+KWIKI_DEVICE float kwiki_to_float(kwiki_half v) { return __half2float(v); }
+KWIKI_DEVICE float kwiki_to_float(kwiki_bf16 v) { return __bfloat162float(v); }
+
+template <typename T>
+KWIKI_DEVICE T kwiki_from_float(float v) {
+  if constexpr (std::is_same<T, float>::value) {
+    return v;
+  } else if constexpr (std::is_same<T, kwiki_half>::value) {
+    return __float2half_rn(v);
+  } else {
+    static_assert(std::is_same<T, kwiki_bf16>::value, "KWIKI_T must be float, half or bf16");
+    return __float2bfloat16(v);  // round to nearest even on both platforms
+  }
+}
+
+namespace kwiki {
+
+// ---------------------------------------------------------------------------------------------
+// Vectors
+// ---------------------------------------------------------------------------------------------
+/// 16 bytes of T, for one 128-bit load or store.
+template <typename T>
+struct alignas(16) Vec {
+  static constexpr int N = static_cast<int>(16 / sizeof(T));
+  T v[16 / sizeof(T)];
+};
+
+/// N bytes, for the fp8 stores (N = 1, 2, 4, 8 or 16).
+template <int N>
+struct alignas(N) Bytes {
+  unsigned char b[N];
+};
+
+/// Elements of T in one 16-byte vector.
+template <typename T>
+constexpr int vec_width() {
+  return static_cast<int>(16 / sizeof(T));
+}
+
+/// Loads W consecutive elements as fp32: one 16-byte load when W is the vector width, else scalar.
+template <int W, typename T>
+KWIKI_DEVICE void load_f32(const T* __restrict__ p, float (&out)[W]) {
+  if constexpr (W == 1) {
+    out[0] = kwiki_to_float(p[0]);
+  } else {
+    static_assert(W == vec_width<T>(), "W is 1 or the 16-byte vector width");
+    const Vec<T> v = *reinterpret_cast<const Vec<T>*>(p);
+#pragma unroll
+    for (int j = 0; j < W; ++j) out[j] = kwiki_to_float(v.v[j]);
+  }
+}
+
+/// Stores W fp32 values as T (one rounding each): one 16-byte store when W is the vector width.
+template <int W, typename T>
+KWIKI_DEVICE void store_f32(T* __restrict__ p, const float (&in)[W]) {
+  if constexpr (W == 1) {
+    p[0] = kwiki_from_float<T>(in[0]);
+  } else {
+    static_assert(W == vec_width<T>(), "W is 1 or the 16-byte vector width");
+    Vec<T> v;
+#pragma unroll
+    for (int j = 0; j < W; ++j) v.v[j] = kwiki_from_float<T>(in[j]);
+    *reinterpret_cast<Vec<T>*>(p) = v;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reductions
+// ---------------------------------------------------------------------------------------------
+/// Butterfly sum over the whole warp; every lane ends with the total.
+template <typename V>
+KWIKI_DEVICE V warp_reduce_sum(V v) {
+#pragma unroll
+  for (int offset = KWIKI_WARP_SIZE / 2; offset > 0; offset >>= 1) v += kwiki_shfl_xor(v, offset);
+  return v;
+}
+
+/// Butterfly max over the whole warp; every lane ends with the maximum.
+template <typename V>
+KWIKI_DEVICE V warp_reduce_max(V v) {
+#pragma unroll
+  for (int offset = KWIKI_WARP_SIZE / 2; offset > 0; offset >>= 1) {
+    const V o = kwiki_shfl_xor(v, offset);
+    v = o > v ? o : v;
+  }
+  return v;
+}
+
+/// Block-wide sum; every thread gets the total. blockDim.x must be a multiple of the warp size
+/// (at most 1024) and every thread of the block must call it. Two barriers; safe to call again
+/// right away (the next call writes its partials only after every thread has passed this
+/// call's second barrier, and reads the result slot before the next first barrier).
+template <typename V>
+KWIKI_DEVICE V block_reduce_sum(V v) {
+  __shared__ V partial[KWIKI_MAX_WARPS];
+  __shared__ V result;
+  const int lane = threadIdx.x % KWIKI_WARP_SIZE;
+  const int warp = threadIdx.x / KWIKI_WARP_SIZE;
+  v = warp_reduce_sum(v);
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    const int num_warps = (blockDim.x + KWIKI_WARP_SIZE - 1) / KWIKI_WARP_SIZE;
+    V t = lane < num_warps ? partial[lane] : V(0);
+    t = warp_reduce_sum(t);
+    if (lane == 0) result = t;
+  }
+  __syncthreads();
+  return result;
+}
+
+/// Block-wide max; same contract as block_reduce_sum. Empty lanes contribute `lowest`.
+template <typename V>
+KWIKI_DEVICE V block_reduce_max(V v, V lowest) {
+  __shared__ V partial[KWIKI_MAX_WARPS];
+  __shared__ V result;
+  const int lane = threadIdx.x % KWIKI_WARP_SIZE;
+  const int warp = threadIdx.x / KWIKI_WARP_SIZE;
+  v = warp_reduce_max(v);
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    const int num_warps = (blockDim.x + KWIKI_WARP_SIZE - 1) / KWIKI_WARP_SIZE;
+    V t = lane < num_warps ? partial[lane] : lowest;
+    t = warp_reduce_max(t);
+    if (lane == 0) result = t;
+  }
+  __syncthreads();
+  return result;
+}
+
+/// fp32 block max (empty lanes contribute -inf).
+KWIKI_DEVICE float block_reduce_max(float v) { return block_reduce_max<float>(v, -INFINITY); }
+
+// ---------------------------------------------------------------------------------------------
+// Rows: one row per block, or one row per warp for short rows
+// ---------------------------------------------------------------------------------------------
+/// The threads that share one row. kWarpRow: a warp per row (rows shorter than a warp of
+/// vectors; several rows per block, no barriers). Else the whole block serves one row.
+template <bool kWarpRow>
+struct RowGroup {
+  /// This thread's index within its row group.
+  KWIKI_DEVICE static int rank() { return kWarpRow ? static_cast<int>(threadIdx.x % KWIKI_WARP_SIZE) : static_cast<int>(threadIdx.x); }
+  /// Threads per row group.
+  KWIKI_DEVICE static int size() { return kWarpRow ? KWIKI_WARP_SIZE : static_cast<int>(blockDim.x); }
+  /// The first row this group serves.
+  KWIKI_DEVICE static long long first_row() {
+    return kWarpRow ? static_cast<long long>(blockIdx.x) * (blockDim.x / KWIKI_WARP_SIZE) + threadIdx.x / KWIKI_WARP_SIZE
+                    : static_cast<long long>(blockIdx.x);
+  }
+  /// Rows between two rows the same group serves (grid-stride over rows).
+  KWIKI_DEVICE static long long row_stride() {
+    return kWarpRow ? static_cast<long long>(gridDim.x) * (blockDim.x / KWIKI_WARP_SIZE) : static_cast<long long>(gridDim.x);
+  }
+  KWIKI_DEVICE static float sum(float v) {
+    if constexpr (kWarpRow) return warp_reduce_sum(v);
+    else return block_reduce_sum(v);
+  }
+  KWIKI_DEVICE static float max(float v) {
+    if constexpr (kWarpRow) return warp_reduce_max(v);
+    else return block_reduce_max(v);
+  }
+};
+
+/// Register capacity of the row kernels: elements per thread (so 16 x 1024 = 16384 per row).
+constexpr int kRowRegElems = 16;
+/// Largest block.
+constexpr int kMaxBlock = 1024;
+/// Most blocks launched; the kernels loop over rows beyond it (keeps grid x block < 2^32 on HIP).
+constexpr long long kMaxGrid = 1ll << 20;
+
+/// How a row kernel is launched. vpt: accesses (of W elements) per thread in registers;
+/// 0 means the row does not fit in registers and the loop kernel re-reads it (from L2).
+struct RowLaunch {
+  bool warp_row = false;
+  int vpt = 0;
+  int block = 0;
+  long long grid = 0;
+};
+
+inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+/// The launch plan for `rows` rows of `nacc` W-element accesses each.
+/// - nacc <= warp size: one warp per row, 256 threads per block (several rows per block);
+/// - nacc <= 1024 * (kRowRegElems / W): one row per block, kept in registers; vpt the smallest
+///   power of two that fits, the block the fewest whole warps that cover the row;
+/// - longer: one row per block of 1024 threads, the row re-read from L2 (vpt = 0).
+template <int W>
+inline RowLaunch plan_row_launch(long long nacc, long long rows) {
+  RowLaunch L;
+  if (nacc <= KWIKI_WARP_SIZE) {
+    L.warp_row = true;
+    L.vpt = 1;
+    L.block = 256;
+    L.grid = ceil_div(rows, L.block / KWIKI_WARP_SIZE);
+  } else {
+    constexpr int max_vpt = kRowRegElems / W;
+    int vpt = 1;
+    while (vpt < max_vpt && nacc > static_cast<long long>(vpt) * kMaxBlock) vpt *= 2;
+    if (nacc > static_cast<long long>(vpt) * kMaxBlock) {
+      L.vpt = 0;
+      L.block = kMaxBlock;
+    } else {
+      L.vpt = vpt;
+      L.block = static_cast<int>(ceil_div(ceil_div(nacc, vpt), KWIKI_WARP_SIZE) * KWIKI_WARP_SIZE);
+    }
+    L.grid = rows;
+  }
+  if (L.grid > kMaxGrid) L.grid = kMaxGrid;
+  if (L.grid < 1) L.grid = 1;
+  return L;
+}
+
+template <int V>
+using int_c = std::integral_constant<int, V>;
+
+/// Calls f(int_c<VPT>{}, std::bool_constant<kWarpRow>{}) for the plan: VPT in 1, 2, 4, 8, 16
+/// (only those with W * VPT <= kRowRegElems are instantiated), VPT = 0 for the loop kernel.
+template <int W, typename F>
+inline void dispatch_row(const RowLaunch& L, F&& f) {
+  if (L.warp_row) {
+    f(int_c<1>{}, std::true_type{});
+    return;
+  }
+  switch (L.vpt) {
+    case 1: f(int_c<1>{}, std::false_type{}); break;
+    case 2: if constexpr (W * 2 <= kRowRegElems) f(int_c<2>{}, std::false_type{}); break;
+    case 4: if constexpr (W * 4 <= kRowRegElems) f(int_c<4>{}, std::false_type{}); break;
+    case 8: if constexpr (W * 8 <= kRowRegElems) f(int_c<8>{}, std::false_type{}); break;
+    case 16: if constexpr (W * 16 <= kRowRegElems) f(int_c<16>{}, std::false_type{}); break;
+    default: f(int_c<0>{}, std::false_type{}); break;
+  }
+}
+
+/// True when p is 16-byte aligned (null counts as aligned).
+inline bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+/// Streaming multiprocessors / compute units of the current device (cached per device;
+/// a fallback when the query fails). No synchronization, no allocation.
+inline int multiprocessor_count() {
+  static int cached[64] = {0};
+  int dev = 0;
+#if KWIKI_PLATFORM_HIP
+  if (hipGetDevice(&dev) != hipSuccess || dev < 0) return 304;
+  if (dev < 64 && cached[dev] > 0) return cached[dev];
+  int n = 0;
+  if (hipDeviceGetAttribute(&n, hipDeviceAttributeMultiprocessorCount, dev) != hipSuccess || n <= 0) n = 304;
+#else
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return 132;
+  if (dev < 64 && cached[dev] > 0) return cached[dev];
+  int n = 0;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
+#endif
+  if (dev < 64) cached[dev] = n;
+  return n;
+}
+
+}  // namespace kwiki
+
+#endif  // KWIKI_COMPAT_CUH

@@ -1,0 +1,247 @@
+// kwiki memory: iteration records (memory/v<N>.json), schema-checked and written atomically.
+#include "kwiki/memory.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validation_results.hpp>
+#include <valijson/validator.hpp>
+
+#include "kwiki/error.hpp"
+
+namespace kwiki {
+namespace detail {
+extern const char* const kMemorySchemaText;
+}
+namespace {
+
+namespace fs = std::filesystem;
+using ordered_json = nlohmann::ordered_json;
+
+struct MemorySchema {
+  nlohmann::json doc;
+  valijson::Schema schema;
+  MemorySchema() {
+    doc = nlohmann::json::parse(detail::kMemorySchemaText);
+    valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
+    valijson::adapters::NlohmannJsonAdapter adapter(doc);
+    parser.populateSchema(adapter, schema);
+  }
+};
+
+const MemorySchema& memory_schema() {
+  static const MemorySchema schema;
+  return schema;
+}
+
+// The first schema violation as (pointer, message), or nullopt.
+std::optional<std::pair<std::string, std::string>> violation(const ordered_json& record) {
+  const nlohmann::json plain = nlohmann::json::parse(record.dump());
+  valijson::Validator validator(valijson::Validator::kStrongTypes);
+  valijson::adapters::NlohmannJsonAdapter target(plain);
+  valijson::ValidationResults results;
+  if (validator.validate(memory_schema().schema, target, &results)) return std::nullopt;
+  valijson::ValidationResults::Error error, deepest;
+  std::size_t depth = 0;
+  bool first = true;
+  while (results.popError(error))
+    if (first || error.context.size() > depth) deepest = error, depth = error.context.size(), first = false;
+  std::string pointer;
+  for (const auto& part : deepest.context) {
+    if (part == "<root>") continue;
+    std::string token = part.substr(1, part.size() - 2);
+    if (token.size() >= 2 && token.front() == '"') token = token.substr(1, token.size() - 2);
+    pointer += "/" + token;
+  }
+  return std::make_pair(pointer.empty() ? "/" : pointer, deepest.description);
+}
+
+std::string now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp-" + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw Error(ErrorCode::kIo, "cannot write", tmp);
+  }
+  const int fd = ::open(tmp.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(ErrorCode::kIo, "cannot replace the record", path);
+  }
+}
+
+ordered_json default_record(const std::string& version) {
+  ordered_json r;
+  r["schema_version"] = 1;
+  r["version"] = version;
+  r["masked"] = false;
+  r["timestamp"] = now_iso8601();
+  r["device"] = nullptr;
+  r["performance"] = {{"latency_us", nullptr}, {"latency_us_by_shape", ordered_json::object()}, {"tflops", nullptr},
+                      {"bandwidth_gbps", nullptr}, {"tflops_peak_utilization_pct", nullptr}, {"bandwidth_peak_utilization_pct", nullptr},
+                      {"sol_efficiency_geomean", nullptr}, {"reference_latency_us_by_shape", ordered_json::object()},
+                      {"speedup_vs_ref_geomean", nullptr}};
+  r["optimization"] = {{"action_category", version == "v0" ? "baseline" : "other"},
+                       {"action_description", version == "v0" ? "V0 baseline kernel" : "not described yet"}};
+  r["correctness"] = {{"status", "NOT_RUN"}, {"max_abs_err", nullptr}, {"max_rel_err", nullptr}};
+  r["quality_gate"] = {{"result", "not_measured"}, {"failure_reason", nullptr}};
+  r["pitfalls_and_fixes"] = ordered_json::array();
+  r["references"] = ordered_json::array();
+  r["git_commit_hash"] = nullptr;
+  return r;
+}
+
+ordered_json* walk(ordered_json& root, const std::string& path, bool create) {
+  ordered_json* node = &root;
+  std::stringstream ss(path);
+  for (std::string part; std::getline(ss, part, '.');) {
+    if (part.empty()) return nullptr;
+    if (!node->is_object()) return nullptr;
+    if (!node->contains(part) && !create) return nullptr;
+    node = &(*node)[part];
+  }
+  return node;
+}
+
+}  // namespace
+
+MemoryStore::MemoryStore(std::string workspace) : dir_(std::move(workspace) + "/memory") {}
+
+bool MemoryStore::valid_version(const std::string& version) {
+  static const std::regex kVersion("^v(0|[1-9][0-9]{0,5})$");
+  return std::regex_match(version, kVersion);
+}
+
+std::string MemoryStore::path_of(const std::string& version) const {
+  if (!valid_version(version))
+    throw Error(ErrorCode::kBadInput, "bad version \"" + version + "\": versions are v0, v1, v2, ... (no leading zeros, no suffixes)");
+  return dir_ + "/" + version + ".json";
+}
+
+void MemoryStore::init() const {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw Error(ErrorCode::kIo, "cannot create memory/: " + ec.message(), dir_);
+  write_atomically(dir_ + "/schema.json", std::string(detail::kMemorySchemaText));
+}
+
+void MemoryStore::write(const ordered_json& record) const {
+  const std::string version = record.value("version", "");
+  const std::string path = path_of(version);
+  if (auto v = violation(record)) throw Error(ErrorCode::kSchemaViolation, v->second, path, v->first);
+  init();
+  write_atomically(path, record.dump(2) + "\n");
+}
+
+ordered_json MemoryStore::create(const std::string& version, const ordered_json& fields) const {
+  const std::string path = path_of(version);
+  if (fs::exists(path)) throw Error(ErrorCode::kBadInput, "version " + version + " exists; update it, or create the next one", path);
+  ordered_json record = default_record(version);
+  for (auto it = fields.begin(); it != fields.end(); ++it) {
+    ordered_json* node = walk(record, it.key(), true);
+    if (!node) throw Error(ErrorCode::kUsage, "bad field path " + it.key());
+    *node = it.value();
+  }
+  write(record);
+  return record;
+}
+
+ordered_json MemoryStore::read(const std::string& version, bool include_masked) const {
+  const std::string path = path_of(version);
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorCode::kBadInput, "no version " + version + " in this workspace", path);
+  ordered_json record;
+  try {
+    record = ordered_json::parse(in);
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kInvalidJson, std::string("the record is not valid JSON: ") + e.what(), path);
+  }
+  if (record.value("masked", false) && !include_masked)
+    throw Error(ErrorCode::kBadInput, "version " + version + " is masked; read it with --include-masked, or unmask it", path);
+  return record;
+}
+
+ordered_json MemoryStore::update(const std::string& version, const std::vector<std::pair<std::string, ordered_json>>& sets) const {
+  ordered_json record = read(version, true);
+  for (const auto& [path, value] : sets) {
+    if (path == "version" || path == "schema_version") throw Error(ErrorCode::kUsage, path + " cannot be changed");
+    ordered_json* node = walk(record, path, true);
+    if (!node) throw Error(ErrorCode::kUsage, "bad field path " + path);
+    *node = value;
+  }
+  write(record);  // validates: a bad type leaves the old file untouched
+  return record;
+}
+
+void MemoryStore::set_masked(const std::string& version, bool masked) const {
+  ordered_json record = read(version, true);
+  record["masked"] = masked;
+  write(record);
+}
+
+std::vector<std::string> MemoryStore::list() const {
+  std::vector<std::pair<long, std::string>> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    const std::string stem = e.path().stem().string();
+    if (e.path().extension() == ".json" && valid_version(stem)) found.emplace_back(std::stol(stem.substr(1)), stem);
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& [n, v] : found) out.push_back(v);
+  return out;
+}
+
+std::optional<std::string> MemoryStore::latest() const {
+  const auto versions = list();
+  for (auto it = versions.rbegin(); it != versions.rend(); ++it)
+    if (!read(*it, true).value("masked", false)) return *it;
+  return std::nullopt;
+}
+
+ordered_json MemoryStore::summary() const {
+  ordered_json rows = ordered_json::array();
+  for (const auto& v : list()) {
+    const ordered_json r = read(v, true);
+    rows.push_back({{"version", v},
+                    {"masked", r["masked"]},
+                    {"status", r["correctness"]["status"]},
+                    {"latency_us", r["performance"]["latency_us"]},
+                    {"sol_efficiency_geomean", r["performance"].value("sol_efficiency_geomean", ordered_json())},
+                    {"speedup_vs_ref_geomean", r["performance"].value("speedup_vs_ref_geomean", ordered_json())},
+                    {"action", r["optimization"]["action_description"]}});
+  }
+  return rows;
+}
+
+std::pair<std::string, ordered_json> MemoryStore::parse_assignment(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) throw Error(ErrorCode::kUsage, "--set takes field.path=value, got \"" + text + "\"");
+  const std::string key = text.substr(0, eq), raw = text.substr(eq + 1);
+  ordered_json value = ordered_json::parse(raw, nullptr, false);
+  if (value.is_discarded()) value = raw;  // a bare word is a string
+  return {key, value};
+}
+
+}  // namespace kwiki

@@ -1,0 +1,51 @@
+// Public API of kwiki baseline: write, build, check and measure the V0 kernel of a workspace.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kwiki {
+
+/// Exit statuses of `kwiki baseline` beyond the common ones (0 measured and correct, 1 ran but
+/// incorrect, 2 usage/input, 4 build or runtime failure).
+inline constexpr int kExitNotMeasured = 5;  ///< generated and compiled; no suitable device to run on
+
+/// What `kwiki baseline` was asked to do.
+struct BaselineRequest {
+  std::string workspace;
+  std::string kernel_file;            ///< --kernel: the user's kernel (launcher ABI v1) instead of a template
+  std::vector<std::string> shape_ids; ///< --shapes (all when empty)
+  bool allow_other_device = false;    ///< run on a GPU other than the plan's product, labelling figures
+  int timeout_sec = 30;               ///< per case (TEST_TIMEOUT_SEC)
+  bool commit = true;                 ///< commit "V0: baseline kernel" in the workspace
+};
+
+/// What it did.
+struct BaselineResult {
+  int exit_code = 0;
+  bool compiled = false;
+  bool measured = false;
+  std::string status;                 ///< PASS, MISMATCH, ..., NOT_RUN
+  std::string kernel_path;            ///< kernel.cu / kernel.hip
+  std::string not_measured_because;
+  nlohmann::ordered_json static_evidence;  ///< instruction counts from the listing, resources
+  nlohmann::ordered_json result_json;      ///< the harness's RESULT_JSON when it ran
+  std::vector<std::string> notes;
+};
+
+/// Generates kernel.cu|.hip, kernel.py, test_kernel.py; builds (cached by source, flags and
+/// target); runs the harness when a device of the plan's product is present; writes
+/// baseline_report.md and memory/v0.json; commits. Throws kwiki::Error for a workspace without
+/// a plan (kBadInput) or an unknown pattern without --kernel.
+BaselineResult run_baseline(const BaselineRequest& request);
+
+/// The V0 source of a template for an element type and vendor, standalone (compat inlined).
+/// Empty when kwiki has no template for the pattern.
+std::string template_source(const std::string& pattern, const std::string& dtype, const std::string& vendor);
+
+/// Patterns with a template.
+std::vector<std::string> template_patterns();
+
+}  // namespace kwiki
