@@ -132,7 +132,7 @@ struct alignas(N) Bytes {
 
 /// Elements of T in one 16-byte vector.
 template <typename T>
-constexpr int vec_width() {
+__host__ __device__ constexpr int vec_width() {
   return static_cast<int>(16 / sizeof(T));
 }
 

@@ -1,0 +1,676 @@
+// kwiki V0 template: gemm -- out[M,N] = x[M,K] @ w[N,K]^T (+ bias[N]).
+//
+// Launcher ABI (ABI.md, version 1), pattern "gemm":
+//   tensors: x[M,K], w[N,K], bias[N] or null, out[M,N]     dims: M, N, K     params: -
+// Element type KWIKI_T (set by the including file): __nv_bfloat16 / __hip_bfloat16, half, or float.
+// Numerics: products accumulated in fp32, bias added in fp32, one rounding at the store.
+//
+// Kernels
+//   * CUDA (sm_80+, tuned for sm_90a): tensor cores through mma.sync.m16n8k16 (bf16 or f16 in,
+//     f32 accumulate) by inline PTX; ldmatrix.x4 from an XOR-swizzled shared-memory tile
+//     (bank-conflict free); block tile 128x128x32, 8 warps (2 x 4) of 64x32 each; a
+//     KWIKI_GEMM_STAGES-deep (default 3; 2 also works) cp.async 16-byte pipeline with
+//     zero-fill for rows / columns / K outside the matrix.
+//   * HIP (CDNA3 gfx942, CDNA4 gfx950): MFMA 32x32x8 (gfx950: 32x32x16) with fp32
+//     accumulators, 256 threads = 4 wave64s of 64x64, block tile 128x128x32 through padded
+//     LDS, global loads for tile k+1 in registers while tile k is multiplied.
+//   * M <= 16 (decode GEMV / small batch): a memory-bound "skinny" kernel on CUDA cores that
+//     streams w once with 16-byte loads, 4 output columns per warp, K split over 2 warps.
+//   * KWIKI_T = float: a plain tiled SIMT kernel (no tensor cores, exact fp32).
+//   * K % (16 / sizeof(T)) != 0 or pointers not 16-byte aligned: the same kernels with
+//     element-wise (guarded) loads instead of 16-byte vectors.
+// Grid of the tensor-core kernel: ceil(M/128) x ceil(N/128) blocks.
+#pragma once
+
+#if defined(__has_include)
+#if __has_include("kwiki_compat.cuh")
+#include "kwiki_compat.cuh"
+#endif
+#endif
+
+#if defined(__HIP_PLATFORM_AMD__)
+#include <hip/hip_runtime.h>
+#include <hip/hip_bf16.h>
+#include <hip/hip_fp16.h>
+#else
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+#include <stdint.h>
+#include <type_traits>
+
+#ifndef KWIKI_WARP_SIZE
+#if defined(__HIP_PLATFORM_AMD__)
+#define KWIKI_WARP_SIZE 64
+#else
+#define KWIKI_WARP_SIZE 32
+#endif
+#endif
+
+#ifndef KWIKI_GEMM_STAGES
+#define KWIKI_GEMM_STAGES 3  // cp.async pipeline depth of the CUDA tensor-core kernel (2..3; 3 x 16 KiB = 48 KiB static smem)
+#endif
+
+namespace kwiki_gemm_detail {
+
+#if defined(__HIP_PLATFORM_AMD__)
+typedef __hip_bfloat16 bf16_t;
+#else
+typedef __nv_bfloat16 bf16_t;
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Element traits: fp32 conversion of raw 16-bit lanes, one rounding on the way back.
+// ---------------------------------------------------------------------------------------------
+template <typename T> struct num;
+template <> struct num<bf16_t> {
+  static constexpr bool kIs16 = true;
+  static constexpr bool kIsBf16 = true;
+  __device__ __forceinline__ static float lo(uint32_t u) { return __uint_as_float(u << 16); }
+  __device__ __forceinline__ static float hi(uint32_t u) { return __uint_as_float(u & 0xffff0000u); }
+  __device__ __forceinline__ static float to_f(bf16_t v) { return __bfloat162float(v); }
+  __device__ __forceinline__ static bf16_t from_f(float f) { return __float2bfloat16(f); }
+};
+template <> struct num<half> {
+  static constexpr bool kIs16 = true;
+  static constexpr bool kIsBf16 = false;
+  __device__ __forceinline__ static float lo(uint32_t u) { return __half2float(__ushort_as_half((unsigned short)(u & 0xffffu))); }
+  __device__ __forceinline__ static float hi(uint32_t u) { return __half2float(__ushort_as_half((unsigned short)(u >> 16))); }
+  __device__ __forceinline__ static float to_f(half v) { return __half2float(v); }
+  __device__ __forceinline__ static half from_f(float f) { return __float2half_rn(f); }
+};
+template <> struct num<float> {
+  static constexpr bool kIs16 = false;
+  static constexpr bool kIsBf16 = false;
+  __device__ __forceinline__ static float to_f(float v) { return v; }
+  __device__ __forceinline__ static float from_f(float f) { return f; }
+};
+
+template <typename T>
+__device__ __forceinline__ unsigned short bits16(T v) {
+  return *reinterpret_cast<const unsigned short*>(&v);
+}
+
+// 16 bytes of T -> VE = 16 / sizeof(T) floats.
+template <typename T>
+__device__ __forceinline__ void unpack16(const uint4& u, float* f) {
+  if constexpr (num<T>::kIs16) {
+    f[0] = num<T>::lo(u.x); f[1] = num<T>::hi(u.x);
+    f[2] = num<T>::lo(u.y); f[3] = num<T>::hi(u.y);
+    f[4] = num<T>::lo(u.z); f[5] = num<T>::hi(u.z);
+    f[6] = num<T>::lo(u.w); f[7] = num<T>::hi(u.w);
+  } else {
+    f[0] = __uint_as_float(u.x); f[1] = __uint_as_float(u.y);
+    f[2] = __uint_as_float(u.z); f[3] = __uint_as_float(u.w);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = KWIKI_WARP_SIZE / 2; o > 0; o >>= 1) {
+#if defined(__HIP_PLATFORM_AMD__)
+    v += __shfl_xor(v, o, KWIKI_WARP_SIZE);
+#else
+    v += __shfl_xor_sync(0xffffffffu, v, o, KWIKI_WARP_SIZE);
+#endif
+  }
+  return v;
+}
+
+// =============================================================================================
+// Skinny kernel (M <= 16): out[m, n] for MT rows x (CG * CPW) columns per block.
+// Each warp owns CPW = 4 columns; the K range is interleaved over KSPLIT = 2 warps; a warp's
+// lanes take consecutive 16-byte chunks of K (fully coalesced rows of w, read exactly once).
+// =============================================================================================
+constexpr int kSkinnyThreads = 256;
+constexpr int kSkinnyCPW = 4;
+constexpr int kSkinnyKSplit = 2;
+constexpr int kSkinnyWarps = kSkinnyThreads / KWIKI_WARP_SIZE;
+constexpr int kSkinnyCG = kSkinnyWarps / kSkinnyKSplit;  // column groups per block
+constexpr int kSkinnyBN = kSkinnyCG * kSkinnyCPW;        // columns per block
+
+template <typename T, int MT, bool kVec>
+__global__ void __launch_bounds__(kSkinnyThreads)
+gemm_skinny_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                   T* __restrict__ out, int M, int N, int K) {
+  constexpr int VE = 16 / (int)sizeof(T);
+  constexpr int WS = KWIKI_WARP_SIZE;
+  __shared__ float red[kSkinnyKSplit][kSkinnyCG][MT][kSkinnyCPW];
+
+  const int tid = threadIdx.x;
+  const int warp = tid / WS, lane = tid % WS;
+  const int cg = warp % kSkinnyCG, ks = warp / kSkinnyCG;
+  const int n_base = blockIdx.x * kSkinnyBN + cg * kSkinnyCPW;
+  const int m_base = blockIdx.y * MT;
+
+  float acc[MT][kSkinnyCPW];
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int j = 0; j < kSkinnyCPW; ++j) acc[m][j] = 0.f;
+
+  const T* wrow[kSkinnyCPW];
+  bool wok[kSkinnyCPW];
+#pragma unroll
+  for (int j = 0; j < kSkinnyCPW; ++j) {
+    const int n = n_base + j;
+    wok[j] = n < N;
+    wrow[j] = w + (size_t)(wok[j] ? n : 0) * (size_t)K;
+  }
+
+  const int nchunks = (K + VE - 1) / VE;
+#pragma unroll 2
+  for (int c = ks * WS + lane; c < nchunks; c += kSkinnyKSplit * WS) {
+    const int k = c * VE;
+    float wv[kSkinnyCPW][VE];
+#pragma unroll
+    for (int j = 0; j < kSkinnyCPW; ++j) {
+      if constexpr (kVec) {
+        uint4 u = make_uint4(0u, 0u, 0u, 0u);
+        if (wok[j]) u = __ldg(reinterpret_cast<const uint4*>(wrow[j] + k));
+        unpack16<T>(u, wv[j]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VE; ++e)
+          wv[j][e] = (wok[j] && k + e < K) ? num<T>::to_f(wrow[j][k + e]) : 0.f;
+      }
+    }
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+      if (m_base + m < M) {  // uniform over the block
+        const T* xr = x + (size_t)(m_base + m) * (size_t)K;
+        float xv[VE];
+        if constexpr (kVec) {
+          unpack16<T>(__ldg(reinterpret_cast<const uint4*>(xr + k)), xv);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VE; ++e) xv[e] = (k + e < K) ? num<T>::to_f(xr[k + e]) : 0.f;
+        }
+#pragma unroll
+        for (int j = 0; j < kSkinnyCPW; ++j)
+#pragma unroll
+          for (int e = 0; e < VE; ++e) acc[m][j] = fmaf(xv[e], wv[j][e], acc[m][j]);
+      }
+    }
+  }
+
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int j = 0; j < kSkinnyCPW; ++j) {
+      const float v = warp_sum<T>(acc[m][j]);
+      if (lane == 0) red[ks][cg][m][j] = v;
+    }
+  __syncthreads();
+
+  for (int i = tid; i < kSkinnyCG * MT * kSkinnyCPW; i += kSkinnyThreads) {
+    const int j = i % kSkinnyCPW;
+    const int m = (i / kSkinnyCPW) % MT;
+    const int g = i / (kSkinnyCPW * MT);
+    const int row = m_base + m;
+    const int col = blockIdx.x * kSkinnyBN + g * kSkinnyCPW + j;
+    if (row < M && col < N) {
+      float v = 0.f;
+#pragma unroll
+      for (int s = 0; s < kSkinnyKSplit; ++s) v += red[s][g][m][j];
+      if (bias != nullptr) v += num<T>::to_f(bias[col]);
+      out[(size_t)row * (size_t)N + col] = num<T>::from_f(v);
+    }
+  }
+}
+
+// =============================================================================================
+// Plain fp32 SIMT kernel (KWIKI_T = float): 64x64 block tile, 16 K, 256 threads of 4x4.
+// =============================================================================================
+template <typename T>
+__global__ void __launch_bounds__(256)
+gemm_simt_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                 T* __restrict__ out, int M, int N, int K) {
+  constexpr int TB = 64, TK = 16;
+  __shared__ float sx[TK][TB + 1];
+  __shared__ float sw[TK][TB + 1];
+  const int tid = threadIdx.x;
+  const int tr = tid / 16, tc = tid % 16;
+  const int m0 = blockIdx.x * TB, n0 = blockIdx.y * TB;
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+  for (int k0 = 0; k0 < K; k0 += TK) {
+    for (int i = tid; i < TB * TK; i += 256) {
+      const int r = i / TK, kk = i % TK;
+      const int gm = m0 + r, gn = n0 + r, gk = k0 + kk;
+      sx[kk][r] = (gm < M && gk < K) ? num<T>::to_f(x[(size_t)gm * K + gk]) : 0.f;
+      sw[kk][r] = (gn < N && gk < K) ? num<T>::to_f(w[(size_t)gn * K + gk]) : 0.f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < TK; ++kk) {
+      float a[4], b[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[i] = sx[kk][tr + 16 * i];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) b[j] = sw[kk][tc + 16 * j];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int gm = m0 + tr + 16 * i, gn = n0 + tc + 16 * j;
+      if (gm < M && gn < N) {
+        float v = acc[i][j];
+        if (bias != nullptr) v += num<T>::to_f(bias[gn]);
+        out[(size_t)gm * N + gn] = num<T>::from_f(v);
+      }
+    }
+}
+
+// Guarded element-wise gather of 8 consecutive 16-bit elements (unaligned / ragged-K path).
+template <typename T>
+__device__ __forceinline__ uint4 gather8(const T* row, int k, int K, bool row_ok) {
+  unsigned short h[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) h[e] = (row_ok && k + e < K) ? bits16<T>(row[k + e]) : (unsigned short)0;
+  return make_uint4((uint32_t)h[0] | ((uint32_t)h[1] << 16), (uint32_t)h[2] | ((uint32_t)h[3] << 16),
+                    (uint32_t)h[4] | ((uint32_t)h[5] << 16), (uint32_t)h[6] | ((uint32_t)h[7] << 16));
+}
+
+constexpr int BM = 128, BN = 128, BK = 32, kThreads = 256;
+
+#if !defined(__HIP_PLATFORM_AMD__)
+// =============================================================================================
+// CUDA tensor-core kernel: mma.sync.m16n8k16, ldmatrix, cp.async multi-stage pipeline.
+// =============================================================================================
+constexpr int kStages = KWIKI_GEMM_STAGES;
+static_assert(kStages >= 2 && kStages <= 3, "KWIKI_GEMM_STAGES must be 2 or 3 (static smem <= 48 KiB)");
+constexpr int kTileElems = BM * BK;  // 4096 16-bit elements = 8 KiB per operand per stage
+
+// Tile layout: row r (0..127) holds 32 elements = 4 chunks of 16 bytes; chunk c is stored at
+// chunk position c ^ ((r >> 1) & 3). Eight consecutive rows at a fixed logical chunk then hit
+// eight different 16-byte bank groups, so every ldmatrix phase is conflict free.
+__device__ __forceinline__ int swz(int r, int c) { return (r << 5) + ((c ^ ((r >> 1) & 3)) << 3); }
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+template <typename T>
+__device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  if constexpr (num<T>::kIsBf16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+template <typename T, bool kVec>
+__device__ __forceinline__ void load_tile(uint16_t* sA, uint16_t* sB, const T* __restrict__ x,
+                                          const T* __restrict__ w, int M, int N, int K, int m0,
+                                          int n0, int k0, int tid) {
+#pragma unroll
+  for (int i = 0; i < (BM * BK / 8) / kThreads; ++i) {  // 2 chunks of A and 2 of B per thread
+    const int id = tid + i * kThreads;
+    const int r = id >> 2, c = id & 3;
+    const int gk = k0 + c * 8;
+    const int gm = m0 + r, gn = n0 + r;
+    const bool okA = gm < M, okB = gn < N;
+    if constexpr (kVec) {  // K % 8 == 0: a chunk is wholly inside or wholly outside K
+      const bool inA = okA && gk < K, inB = okB && gk < K;
+      const T* srcA = inA ? x + (size_t)gm * K + gk : x;
+      const T* srcB = inB ? w + (size_t)gn * K + gk : w;
+      cp_async16(smem_u32(sA + swz(r, c)), srcA, inA ? 16 : 0);  // src-size 0: zero-fill
+      cp_async16(smem_u32(sB + swz(r, c)), srcB, inB ? 16 : 0);
+    } else {
+      *reinterpret_cast<uint4*>(sA + swz(r, c)) = gather8<T>(x + (size_t)(okA ? gm : 0) * K, gk, K, okA);
+      *reinterpret_cast<uint4*>(sB + swz(r, c)) = gather8<T>(w + (size_t)(okB ? gn : 0) * K, gk, K, okB);
+    }
+  }
+}
+
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(kThreads, 2)
+gemm_mma_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                T* __restrict__ out, int M, int N, int K) {
+  __shared__ __align__(128) uint16_t smem[kStages][2][kTileElems];
+
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5, lane = tid & 31;
+  const int warp_m = warp >> 2;  // 0..1 -> 64 rows each
+  const int warp_n = warp & 3;   // 0..3 -> 32 columns each
+  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+  const int KT = (K + BK - 1) / BK;
+
+  float acc[4][4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < KT) load_tile<T, kVec>(smem[s][0], smem[s][1], x, w, M, N, K, m0, n0, s * BK, tid);
+    cp_async_commit();
+  }
+
+  // ldmatrix lane addressing (row, logical chunk within a 16-wide K step).
+  const int a_row = warp_m * 64 + (lane & 15);                      // + mt * 16
+  const int a_chk = lane >> 4;                                      // + kk * 2
+  const int b_row = warp_n * 32 + (lane & 7) + ((lane >> 4) << 3);  // + np * 16
+  const int b_chk = (lane >> 3) & 1;                                // + kk * 2
+
+  for (int kt = 0; kt < KT; ++kt) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // tile kt visible to all; stage (kt - 1) % kStages free for reuse
+    {
+      const int nk = kt + kStages - 1;
+      if (nk < KT) {
+        const int st = nk % kStages;
+        load_tile<T, kVec>(smem[st][0], smem[st][1], x, w, M, N, K, m0, n0, nk * BK, tid);
+      }
+      cp_async_commit();
+    }
+    const int st = kt % kStages;
+    const uint16_t* sA = smem[st][0];
+    const uint16_t* sB = smem[st][1];
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {
+      uint32_t af[4][4], bf[4][2];
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt) {
+        const int r = a_row + mt * 16;
+        ldmatrix_x4(smem_u32(sA + swz(r, kk * 2 + a_chk)), af[mt][0], af[mt][1], af[mt][2], af[mt][3]);
+      }
+#pragma unroll
+      for (int np = 0; np < 2; ++np) {
+        const int r = b_row + np * 16;
+        ldmatrix_x4(smem_u32(sB + swz(r, kk * 2 + b_chk)), bf[2 * np][0], bf[2 * np][1],
+                    bf[2 * np + 1][0], bf[2 * np + 1][1]);
+      }
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) mma16816<T>(acc[mt][nt], af[mt], bf[nt][0], bf[nt][1]);
+    }
+  }
+  cp_async_wait<0>();
+
+  // Epilogue: c0,c1 -> (row g, cols 2t, 2t+1); c2,c3 -> (row g + 8, same cols).
+  const int g = lane >> 2, t4 = lane & 3;
+  const bool pair_ok = (N % 2 == 0) && ((reinterpret_cast<uintptr_t>(out) & 3) == 0);
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const int col = n0 + warp_n * 32 + nt * 8 + 2 * t4;
+    float b0 = 0.f, b1 = 0.f;
+    if (bias != nullptr) {
+      if (col < N) b0 = num<T>::to_f(bias[col]);
+      if (col + 1 < N) b1 = num<T>::to_f(bias[col + 1]);
+    }
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = m0 + warp_m * 64 + mt * 16 + g + h * 8;
+        if (row >= M) continue;
+        const T v0 = num<T>::from_f(acc[mt][nt][2 * h] + b0);
+        const T v1 = num<T>::from_f(acc[mt][nt][2 * h + 1] + b1);
+        T* o = out + (size_t)row * N + col;
+        if (pair_ok && col + 1 < N) {
+          *reinterpret_cast<uint32_t*>(o) = (uint32_t)bits16<T>(v0) | ((uint32_t)bits16<T>(v1) << 16);
+        } else {
+          if (col < N) o[0] = v0;
+          if (col + 1 < N) o[1] = v1;
+        }
+      }
+    }
+  }
+}
+
+#else  // __HIP_PLATFORM_AMD__
+// =============================================================================================
+// HIP MFMA kernel (CDNA3 gfx942 / CDNA4 gfx950), wave64.
+// Wave w (0..3) owns the 64x64 sub-tile (w >> 1, w & 1) = 2 x 2 MFMA 32x32 tiles.
+// MFMA 32x32xKB operand layout: lane l supplies row (l % 32) of A (resp. row n = l % 32 of w,
+// i.e. column n of B) at K offsets (l / 32) * KB/2 .. + KB/2 - 1; A and B use the same K map.
+// Result: acc[r] of lane l is C[8 * (r / 4) + 4 * (l / 32) + (r % 4)][l % 32].
+// =============================================================================================
+#if defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__) || defined(__gfx950__)
+#define KWIKI_GEMM_HAS_MFMA 1
+#endif
+#if defined(__gfx950__) && defined(__has_builtin)
+#if __has_builtin(__builtin_amdgcn_mfma_f32_32x32x16_bf16) && __has_builtin(__builtin_amdgcn_mfma_f32_32x32x16_f16)
+#define KWIKI_GEMM_MFMA_K16 1
+#endif
+#endif
+
+typedef float floatx16 __attribute__((ext_vector_type(16)));
+typedef short shortx4 __attribute__((ext_vector_type(4)));
+typedef _Float16 halfx4 __attribute__((ext_vector_type(4)));
+#if defined(KWIKI_GEMM_MFMA_K16)
+typedef __bf16 bf16x8 __attribute__((ext_vector_type(8)));
+typedef _Float16 halfx8 __attribute__((ext_vector_type(8)));
+constexpr int kMfmaK = 16;
+#else
+constexpr int kMfmaK = 8;
+#endif
+constexpr int kLdsPitch = BK + 8;  // 40 elements = 80 bytes per row: 16-byte aligned, staggers banks
+
+template <typename T>
+__device__ __forceinline__ void mfma_step(floatx16& c, const uint16_t* pa, const uint16_t* pb) {
+#if defined(KWIKI_GEMM_HAS_MFMA)
+#if defined(KWIKI_GEMM_MFMA_K16)
+  if constexpr (num<T>::kIsBf16) {
+    const bf16x8 a = *reinterpret_cast<const bf16x8*>(pa);
+    const bf16x8 b = *reinterpret_cast<const bf16x8*>(pb);
+    c = __builtin_amdgcn_mfma_f32_32x32x16_bf16(a, b, c, 0, 0, 0);
+  } else {
+    const halfx8 a = *reinterpret_cast<const halfx8*>(pa);
+    const halfx8 b = *reinterpret_cast<const halfx8*>(pb);
+    c = __builtin_amdgcn_mfma_f32_32x32x16_f16(a, b, c, 0, 0, 0);
+  }
+#else
+  if constexpr (num<T>::kIsBf16) {
+    const shortx4 a = *reinterpret_cast<const shortx4*>(pa);
+    const shortx4 b = *reinterpret_cast<const shortx4*>(pb);
+    c = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, c, 0, 0, 0);
+  } else {
+    const halfx4 a = *reinterpret_cast<const halfx4*>(pa);
+    const halfx4 b = *reinterpret_cast<const halfx4*>(pb);
+    c = __builtin_amdgcn_mfma_f32_32x32x8f16(a, b, c, 0, 0, 0);
+  }
+#endif
+#else
+  (void)c; (void)pa; (void)pb;
+#if defined(__HIP_DEVICE_COMPILE__)
+  __builtin_trap();  // this template's HIP GEMM needs MFMA (gfx90a / gfx94x / gfx950)
+#endif
+#endif
+}
+
+template <typename T, bool kVec>
+__device__ __forceinline__ void load_regs(uint4* ra, uint4* rb, const T* __restrict__ x,
+                                          const T* __restrict__ w, int M, int N, int K, int m0,
+                                          int n0, int k0, int tid) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int id = tid + i * kThreads;
+    const int r = id >> 2, c = id & 3;
+    const int gk = k0 + c * 8;
+    const int gm = m0 + r, gn = n0 + r;
+    const bool okA = gm < M, okB = gn < N;
+    if constexpr (kVec) {
+      ra[i] = (okA && gk < K) ? *reinterpret_cast<const uint4*>(x + (size_t)gm * K + gk) : make_uint4(0u, 0u, 0u, 0u);
+      rb[i] = (okB && gk < K) ? *reinterpret_cast<const uint4*>(w + (size_t)gn * K + gk) : make_uint4(0u, 0u, 0u, 0u);
+    } else {
+      ra[i] = gather8<T>(x + (size_t)(okA ? gm : 0) * K, gk, K, okA);
+      rb[i] = gather8<T>(w + (size_t)(okB ? gn : 0) * K, gk, K, okB);
+    }
+  }
+}
+
+template <typename T, bool kVec>
+__global__ void __launch_bounds__(kThreads)
+gemm_mfma_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                 T* __restrict__ out, int M, int N, int K) {
+  __shared__ __align__(16) uint16_t sA[BM * kLdsPitch];
+  __shared__ __align__(16) uint16_t sB[BN * kLdsPitch];
+
+  const int tid = threadIdx.x;
+  const int wave = tid / 64, lane = tid % 64;
+  const int wm = wave >> 1, wn = wave & 1;
+  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+  const int KT = (K + BK - 1) / BK;
+
+  floatx16 acc[2][2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int r = 0; r < 16; ++r) acc[i][j][r] = 0.f;
+
+  uint4 ra[2], rb[2];
+  if (KT > 0) load_regs<T, kVec>(ra, rb, x, w, M, N, K, m0, n0, 0, tid);
+
+  const int frag_row = lane & 31;
+  const int frag_k = (lane >> 5) * (kMfmaK / 2);
+  for (int kt = 0; kt < KT; ++kt) {
+    __syncthreads();  // everyone is done reading the previous tile
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int id = tid + i * kThreads;
+      const int r = id >> 2, c = id & 3;
+      *reinterpret_cast<uint4*>(&sA[r * kLdsPitch + c * 8]) = ra[i];
+      *reinterpret_cast<uint4*>(&sB[r * kLdsPitch + c * 8]) = rb[i];
+    }
+    __syncthreads();
+    if (kt + 1 < KT) load_regs<T, kVec>(ra, rb, x, w, M, N, K, m0, n0, (kt + 1) * BK, tid);
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += kMfmaK) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+          mfma_step<T>(acc[i][j], &sA[(wm * 64 + i * 32 + frag_row) * kLdsPitch + kk + frag_k],
+                       &sB[(wn * 64 + j * 32 + frag_row) * kLdsPitch + kk + frag_k]);
+    }
+  }
+
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int col = n0 + wn * 64 + j * 32 + (lane & 31);
+    if (col >= N) continue;
+    const float bv = bias != nullptr ? num<T>::to_f(bias[col]) : 0.f;
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int r = 0; r < 16; ++r) {
+        const int row = m0 + wm * 64 + i * 32 + 8 * (r >> 2) + 4 * (lane >> 5) + (r & 3);
+        if (row < M) out[(size_t)row * N + col] = num<T>::from_f(acc[i][j][r] + bv);
+      }
+  }
+}
+#endif  // __HIP_PLATFORM_AMD__
+
+#if defined(__HIP_PLATFORM_AMD__)
+typedef hipStream_t stream_t;
+__host__ inline int last_error() { return (int)hipGetLastError(); }
+#else
+typedef cudaStream_t stream_t;
+__host__ inline int last_error() { return (int)cudaGetLastError(); }
+#endif
+
+template <typename T, int MT>
+__host__ inline void launch_skinny(bool vec, const T* x, const T* w, const T* bias, T* out, int M,
+                                   int N, int K, stream_t stream) {
+  dim3 grid((unsigned)((N + kSkinnyBN - 1) / kSkinnyBN), (unsigned)((M + MT - 1) / MT));
+  if (vec)
+    gemm_skinny_kernel<T, MT, true><<<grid, kSkinnyThreads, 0, stream>>>(x, w, bias, out, M, N, K);
+  else
+    gemm_skinny_kernel<T, MT, false><<<grid, kSkinnyThreads, 0, stream>>>(x, w, bias, out, M, N, K);
+}
+
+template <typename T>
+__host__ inline int launch(const T* x, const T* w, const T* bias, T* out, int M, int N, int K,
+                           stream_t stream) {
+  if (M == 0 || N == 0) return 0;
+  constexpr int VE = 16 / (int)sizeof(T);
+  const bool vec = (K % VE == 0) && ((reinterpret_cast<uintptr_t>(x) & 15) == 0) &&
+                   ((reinterpret_cast<uintptr_t>(w) & 15) == 0);
+  if (M <= 16) {
+    if (M <= 1) launch_skinny<T, 1>(vec, x, w, bias, out, M, N, K, stream);
+    else if (M <= 2) launch_skinny<T, 2>(vec, x, w, bias, out, M, N, K, stream);
+    else if (M <= 4) launch_skinny<T, 4>(vec, x, w, bias, out, M, N, K, stream);
+    else if (M <= 8) launch_skinny<T, 8>(vec, x, w, bias, out, M, N, K, stream);
+    else launch_skinny<T, 16>(vec, x, w, bias, out, M, N, K, stream);
+    return last_error();
+  }
+  if constexpr (!num<T>::kIs16) {
+    dim3 grid((unsigned)((M + 63) / 64), (unsigned)((N + 63) / 64));
+    if (grid.y > 65535u) return -1;
+    gemm_simt_kernel<T><<<grid, 256, 0, stream>>>(x, w, bias, out, M, N, K);
+  } else {
+    dim3 grid((unsigned)((M + BM - 1) / BM), (unsigned)((N + BN - 1) / BN));
+    if (grid.y > 65535u) return -1;
+#if defined(__HIP_PLATFORM_AMD__)
+    if (vec) gemm_mfma_kernel<T, true><<<grid, kThreads, 0, stream>>>(x, w, bias, out, M, N, K);
+    else gemm_mfma_kernel<T, false><<<grid, kThreads, 0, stream>>>(x, w, bias, out, M, N, K);
+#else
+    if (vec) gemm_mma_kernel<T, true><<<grid, kThreads, 0, stream>>>(x, w, bias, out, M, N, K);
+    else gemm_mma_kernel<T, false><<<grid, kThreads, 0, stream>>>(x, w, bias, out, M, N, K);
+#endif
+  }
+  return last_error();
+}
+
+}  // namespace kwiki_gemm_detail
+
+#if defined(KWIKI_DEFINE_LAUNCHER)
+extern "C" __attribute__((visibility("default"))) int kwiki_abi_version(void) { return 1; }
+
+extern "C" __attribute__((visibility("default"))) int kwiki_launch(void* const* tensors, int num_tensors,
+                                                                   const long long* dims, int num_dims,
+                                                                   const double* params, int num_params,
+                                                                   void* stream) {
+  (void)params;
+  (void)num_params;
+  if (tensors == nullptr || dims == nullptr || num_tensors != 4 || num_dims != 3) return -1;
+  const long long M = dims[0], N = dims[1], K = dims[2];
+  if (M < 0 || N < 0 || K < 0 || M > 0x7fffffffLL || N > 0x7fffffffLL || K > 0x7fffffffLL) return -1;
+  if (M > 0 && N > 0 && (tensors[0] == nullptr && K > 0)) return -1;
+  if (M > 0 && N > 0 && ((tensors[1] == nullptr && K > 0) || tensors[3] == nullptr)) return -1;
+  typedef KWIKI_T T;
+  return kwiki_gemm_detail::launch<T>(static_cast<const T*>(tensors[0]), static_cast<const T*>(tensors[1]),
+                                      static_cast<const T*>(tensors[2]), static_cast<T*>(tensors[3]),
+                                      (int)M, (int)N, (int)K,
+                                      static_cast<kwiki_gemm_detail::stream_t>(stream));
+}
+#endif  // KWIKI_DEFINE_LAUNCHER
