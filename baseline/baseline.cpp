@@ -214,7 +214,7 @@ BaselineResult run_baseline(const BaselineRequest& request) {
       throw Error(ErrorCode::kBadInput, "kwiki has no V0 template for pattern \"" + pattern + "\"; write the kernel (launcher ABI v1) and pass --kernel FILE",
                   plan_path.string());
   }
-  if (fs::absolute(request.kernel_file) != kernel_path) write_text(kernel_path, source);
+  if (request.kernel_file.empty() || fs::absolute(request.kernel_file) != kernel_path) write_text(kernel_path, source);
   result.kernel_path = kernel_path.string();
 
   // 2. The shim and the harness.
@@ -298,6 +298,22 @@ BaselineResult run_baseline(const BaselineRequest& request) {
                                       {"LDSM (ldmatrix)", count_matches(sass.output, R"(\bLDSM)")},
                                       {"LDGSTS (cp.async)", count_matches(sass.output, R"(\bLDGSTS)")},
                                       {"LDL/STL (local memory)", count_matches(sass.output, R"(\b(LDL|STL)\b)")}};
+        } else {
+          // No disassembler here (a minimal toolkit): the PTX shows the same choices one level up.
+          const std::string ptx_flags = std::regex_replace(flags, std::regex("code=sm_"), "code=compute_");
+          const CommandResult ptx = run_command(quote(compiler) + " " + std::regex_replace(ptx_flags, std::regex(" -shared -Xcompiler -fPIC"), "") +
+                                                " -ptx -o " + quote((profiles / "kernel.ptx").string()) + " " + quote(kernel_path.string()));
+          if (ptx.status == 0) {
+            const std::string text = read_text(profiles / "kernel.ptx");
+            evidence["listing"] = "profiles/v0/kernel.ptx (no cuobjdump here; SASS evidence needs the full CUDA toolkit)";
+            evidence["instructions"] = {{"ld.global.v4 (16-byte loads)", count_matches(text, R"(ld\.global(\.[a-z0-9_]+)*\.v4\.)")},
+                                        {"st.global.v4 (16-byte stores)", count_matches(text, R"(st\.global(\.[a-z0-9_]+)*\.v4\.)")},
+                                        {"mma.sync", count_matches(text, R"(mma\.sync)")},
+                                        {"wgmma", count_matches(text, R"(wgmma\.)")},
+                                        {"ldmatrix", count_matches(text, R"(ldmatrix)")},
+                                        {"cp.async", count_matches(text, R"(cp\.async)")},
+                                        {"ld.local/st.local", count_matches(text, R"((ld|st)\.local)")}};
+          }
         }
       }
     }

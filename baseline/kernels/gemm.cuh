@@ -20,33 +20,13 @@
 //   * K % (16 / sizeof(T)) != 0 or pointers not 16-byte aligned: the same kernels with
 //     element-wise (guarded) loads instead of 16-byte vectors.
 // Grid of the tensor-core kernel: ceil(M/128) x ceil(N/128) blocks.
-#pragma once
+#ifndef KWIKI_GEMM_CUH
+#define KWIKI_GEMM_CUH
 
-#if defined(__has_include)
-#if __has_include("kwiki_compat.cuh")
-#include "kwiki_compat.cuh"
-#endif
-#endif
+#include "kwiki_compat.cuh"  // platform headers, KWIKI_WARP_SIZE, kwiki_shfl_xor, KWIKI_EXPORT, ...
 
-#if defined(__HIP_PLATFORM_AMD__)
-#include <hip/hip_runtime.h>
-#include <hip/hip_bf16.h>
-#include <hip/hip_fp16.h>
-#else
-#include <cuda_runtime.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#endif
 #include <stdint.h>
 #include <type_traits>
-
-#ifndef KWIKI_WARP_SIZE
-#if defined(__HIP_PLATFORM_AMD__)
-#define KWIKI_WARP_SIZE 64
-#else
-#define KWIKI_WARP_SIZE 32
-#endif
-#endif
 
 #ifndef KWIKI_GEMM_STAGES
 #define KWIKI_GEMM_STAGES 3  // cp.async pipeline depth of the CUDA tensor-core kernel (2..3; 3 x 16 KiB = 48 KiB static smem)
@@ -54,11 +34,7 @@
 
 namespace kwiki_gemm_detail {
 
-#if defined(__HIP_PLATFORM_AMD__)
-typedef __hip_bfloat16 bf16_t;
-#else
-typedef __nv_bfloat16 bf16_t;
-#endif
+typedef kwiki_bf16 bf16_t;  // __nv_bfloat16 / __hip_bfloat16
 
 // ---------------------------------------------------------------------------------------------
 // Element traits: fp32 conversion of raw 16-bit lanes, one rounding on the way back.
@@ -109,13 +85,7 @@ __device__ __forceinline__ void unpack16(const uint4& u, float* f) {
 template <typename T>
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
-  for (int o = KWIKI_WARP_SIZE / 2; o > 0; o >>= 1) {
-#if defined(__HIP_PLATFORM_AMD__)
-    v += __shfl_xor(v, o, KWIKI_WARP_SIZE);
-#else
-    v += __shfl_xor_sync(0xffffffffu, v, o, KWIKI_WARP_SIZE);
-#endif
-  }
+  for (int o = KWIKI_WARP_SIZE / 2; o > 0; o >>= 1) v += kwiki_shfl_xor(v, o);
   return v;
 }
 
@@ -151,15 +121,6 @@ gemm_skinny_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __
 #pragma unroll
     for (int j = 0; j < kSkinnyCPW; ++j) acc[m][j] = 0.f;
 
-  const T* wrow[kSkinnyCPW];
-  bool wok[kSkinnyCPW];
-#pragma unroll
-  for (int j = 0; j < kSkinnyCPW; ++j) {
-    const int n = n_base + j;
-    wok[j] = n < N;
-    wrow[j] = w + (size_t)(wok[j] ? n : 0) * (size_t)K;
-  }
-
   const int nchunks = (K + VE - 1) / VE;
 #pragma unroll 2
   for (int c = ks * WS + lane; c < nchunks; c += kSkinnyKSplit * WS) {
@@ -167,14 +128,15 @@ gemm_skinny_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __
     float wv[kSkinnyCPW][VE];
 #pragma unroll
     for (int j = 0; j < kSkinnyCPW; ++j) {
+      const int n = n_base + j;
+      const T* wr = w + (size_t)(n < N ? n : 0) * (size_t)K;
       if constexpr (kVec) {
         uint4 u = make_uint4(0u, 0u, 0u, 0u);
-        if (wok[j]) u = __ldg(reinterpret_cast<const uint4*>(wrow[j] + k));
+        if (n < N) u = __ldg(reinterpret_cast<const uint4*>(wr + k));
         unpack16<T>(u, wv[j]);
       } else {
 #pragma unroll
-        for (int e = 0; e < VE; ++e)
-          wv[j][e] = (wok[j] && k + e < K) ? num<T>::to_f(wrow[j][k + e]) : 0.f;
+        for (int e = 0; e < VE; ++e) wv[j][e] = (n < N && k + e < K) ? num<T>::to_f(wr[k + e]) : 0.f;
       }
     }
 #pragma unroll
@@ -286,7 +248,7 @@ __device__ __forceinline__ uint4 gather8(const T* row, int k, int K, bool row_ok
 
 constexpr int BM = 128, BN = 128, BK = 32, kThreads = 256;
 
-#if !defined(__HIP_PLATFORM_AMD__)
+#if !KWIKI_PLATFORM_HIP
 // =============================================================================================
 // CUDA tensor-core kernel: mma.sync.m16n8k16, ldmatrix, cp.async multi-stage pipeline.
 // =============================================================================================
@@ -327,6 +289,120 @@ __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Streaming 16-byte load that does not allocate in L1 (each weight byte is read once).
+__device__ __forceinline__ uint4 ldg_stream16(const void* p) {
+  uint4 r;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p));
+  return r;
+}
+
+// =============================================================================================
+// Small-M kernel (M <= 64: decode GEMV and small batches) on tensor cores, no shared-memory
+// staging. A block owns 16 output columns (NT = 2 n8 tiles) and 16 * MTILES rows; its 8 warps
+// split K (warp w takes the 32-wide K steps w, w + 8, ...), and their partial sums meet in
+// shared memory at the end. Every lane loads 16 bytes per row straight into mma fragments:
+// K is permuted inside each 32-wide step (identically for x and w, so the dot products are
+// unchanged) such that lane (g = lane / 4, t = lane % 4) supplies elements 8t .. 8t+7 of its
+// rows: the first mma takes 8t .. 8t+3, the second 8t+4 .. 8t+7. w is read exactly once,
+// 64 contiguous bytes per row per step, and many warps per SM keep HBM busy.
+// =============================================================================================
+constexpr int kGemvWarps = 8;
+constexpr int kGemvNT = 2;              // n8 tiles per block
+constexpr int kGemvBN = kGemvNT * 8;    // 16 columns per block
+
+template <typename T, int MTILES, bool kVec>
+__global__ void __launch_bounds__(kGemvWarps * 32)
+gemv_mma_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                T* __restrict__ out, int M, int N, int K) {
+  constexpr int U = MTILES == 1 ? 4 : (MTILES == 2 ? 2 : 1);  // K steps in flight per warp
+  constexpr int ROWS = MTILES * 16;
+  __shared__ float red[kGemvWarps][ROWS][kGemvBN];
+
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const int n0 = blockIdx.x * kGemvBN;
+  const int m0 = blockIdx.y * ROWS;
+  const int nsteps = (K + 31) / 32;
+
+  float acc[MTILES][kGemvNT][4];
+#pragma unroll
+  for (int i = 0; i < MTILES; ++i)
+#pragma unroll
+    for (int j = 0; j < kGemvNT; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
+
+  for (int s0 = warp; s0 < nsteps; s0 += kGemvWarps * U) {
+    uint4 wv[U][kGemvNT], xv[U][MTILES][2];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int s = s0 + u * kGemvWarps;
+      const int k = s * 32 + 8 * t;
+      const bool kin = (s < nsteps) && (k < K);
+#pragma unroll
+      for (int nt = 0; nt < kGemvNT; ++nt) {
+        const int n = n0 + nt * 8 + g;
+        const bool ok = kin && n < N;
+        if constexpr (kVec) {
+          wv[u][nt] = ok ? ldg_stream16(w + (size_t)n * K + k) : make_uint4(0u, 0u, 0u, 0u);
+        } else {
+          wv[u][nt] = gather8<T>(w + (size_t)(n < N ? n : 0) * K, k, K, ok);
+        }
+      }
+#pragma unroll
+      for (int mt = 0; mt < MTILES; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int m = m0 + mt * 16 + h * 8 + g;
+          const bool ok = kin && m < M;
+          if constexpr (kVec) {
+            xv[u][mt][h] = ok ? __ldg(reinterpret_cast<const uint4*>(x + (size_t)m * K + k)) : make_uint4(0u, 0u, 0u, 0u);
+          } else {
+            xv[u][mt][h] = gather8<T>(x + (size_t)(m < M ? m : 0) * K, k, K, ok);
+          }
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int mt = 0; mt < MTILES; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kGemvNT; ++nt) {
+          const uint4 a0 = xv[u][mt][0], a1 = xv[u][mt][1], b = wv[u][nt];
+          const uint32_t fa[4] = {a0.x, a1.x, a0.y, a1.y};
+          const uint32_t fb[4] = {a0.z, a1.z, a0.w, a1.w};
+          mma16816<T>(acc[mt][nt], fa, b.x, b.y);
+          mma16816<T>(acc[mt][nt], fb, b.z, b.w);
+        }
+  }
+
+  // c0,c1 -> (row g, cols 2t, 2t+1); c2,c3 -> (row g + 8, same cols).
+#pragma unroll
+  for (int mt = 0; mt < MTILES; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < kGemvNT; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        red[warp][mt * 16 + h * 8 + g][nt * 8 + 2 * t] = acc[mt][nt][2 * h];
+        red[warp][mt * 16 + h * 8 + g][nt * 8 + 2 * t + 1] = acc[mt][nt][2 * h + 1];
+      }
+  __syncthreads();
+  for (int i = tid; i < ROWS * kGemvBN; i += kGemvWarps * 32) {
+    const int r = i / kGemvBN, c = i % kGemvBN;
+    const int gm = m0 + r, gn = n0 + c;
+    if (gm < M && gn < N) {
+      float v = 0.f;
+#pragma unroll
+      for (int q = 0; q < kGemvWarps; ++q) v += red[q][r][c];
+      if (bias != nullptr) v += num<T>::to_f(bias[gn]);
+      out[(size_t)gm * N + gn] = num<T>::from_f(v);
+    }
   }
 }
 
@@ -454,7 +530,7 @@ gemm_mma_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __res
   }
 }
 
-#else  // __HIP_PLATFORM_AMD__
+#else  // KWIKI_PLATFORM_HIP
 // =============================================================================================
 // HIP MFMA kernel (CDNA3 gfx942 / CDNA4 gfx950), wave64.
 // Wave w (0..3) owns the 64x64 sub-tile (w >> 1, w & 1) = 2 x 2 MFMA 32x32 tiles.
@@ -598,15 +674,10 @@ gemm_mfma_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __re
       }
   }
 }
-#endif  // __HIP_PLATFORM_AMD__
+#endif  // KWIKI_PLATFORM_HIP
 
-#if defined(__HIP_PLATFORM_AMD__)
-typedef hipStream_t stream_t;
-__host__ inline int last_error() { return (int)hipGetLastError(); }
-#else
-typedef cudaStream_t stream_t;
-__host__ inline int last_error() { return (int)cudaGetLastError(); }
-#endif
+typedef kwiki_stream_t stream_t;
+inline int last_error() { return kwiki_last_error(); }
 
 template <typename T, int MT>
 __host__ inline void launch_skinny(bool vec, const T* x, const T* w, const T* bias, T* out, int M,
@@ -625,13 +696,39 @@ __host__ inline int launch(const T* x, const T* w, const T* bias, T* out, int M,
   constexpr int VE = 16 / (int)sizeof(T);
   const bool vec = (K % VE == 0) && ((reinterpret_cast<uintptr_t>(x) & 15) == 0) &&
                    ((reinterpret_cast<uintptr_t>(w) & 15) == 0);
-  if (M <= 16) {
-    if (M <= 1) launch_skinny<T, 1>(vec, x, w, bias, out, M, N, K, stream);
-    else if (M <= 2) launch_skinny<T, 2>(vec, x, w, bias, out, M, N, K, stream);
-    else if (M <= 4) launch_skinny<T, 4>(vec, x, w, bias, out, M, N, K, stream);
-    else if (M <= 8) launch_skinny<T, 8>(vec, x, w, bias, out, M, N, K, stream);
-    else launch_skinny<T, 16>(vec, x, w, bias, out, M, N, K, stream);
-    return last_error();
+#if !KWIKI_PLATFORM_HIP
+  if constexpr (num<T>::kIs16) {
+    if (M <= 64) {
+      const int mt = M <= 16 ? 1 : (M <= 32 ? 2 : 4);
+      dim3 grid((unsigned)((N + kGemvBN - 1) / kGemvBN), (unsigned)((M + 16 * mt - 1) / (16 * mt)));
+      if (mt == 1) {
+        if (vec) gemv_mma_kernel<T, 1, true><<<grid, kGemvWarps * 32, 0, stream>>>(x, w, bias, out, M, N, K);
+        else gemv_mma_kernel<T, 1, false><<<grid, kGemvWarps * 32, 0, stream>>>(x, w, bias, out, M, N, K);
+      } else if (mt == 2) {
+        if (vec) gemv_mma_kernel<T, 2, true><<<grid, kGemvWarps * 32, 0, stream>>>(x, w, bias, out, M, N, K);
+        else gemv_mma_kernel<T, 2, false><<<grid, kGemvWarps * 32, 0, stream>>>(x, w, bias, out, M, N, K);
+      } else {
+        if (vec) gemv_mma_kernel<T, 4, true><<<grid, kGemvWarps * 32, 0, stream>>>(x, w, bias, out, M, N, K);
+        else gemv_mma_kernel<T, 4, false><<<grid, kGemvWarps * 32, 0, stream>>>(x, w, bias, out, M, N, K);
+      }
+      return last_error();
+    }
+  }
+#endif
+#if KWIKI_PLATFORM_HIP
+  constexpr bool kSkinny = true;
+#else
+  constexpr bool kSkinny = !num<T>::kIs16;  // CUDA 16-bit types use gemv_mma_kernel above
+#endif
+  if constexpr (kSkinny) {
+    if (M <= 16) {
+      if (M <= 1) launch_skinny<T, 1>(vec, x, w, bias, out, M, N, K, stream);
+      else if (M <= 2) launch_skinny<T, 2>(vec, x, w, bias, out, M, N, K, stream);
+      else if (M <= 4) launch_skinny<T, 4>(vec, x, w, bias, out, M, N, K, stream);
+      else if (M <= 8) launch_skinny<T, 8>(vec, x, w, bias, out, M, N, K, stream);
+      else launch_skinny<T, 16>(vec, x, w, bias, out, M, N, K, stream);
+      return last_error();
+    }
   }
   if constexpr (!num<T>::kIs16) {
     dim3 grid((unsigned)((M + 63) / 64), (unsigned)((N + 63) / 64));
@@ -640,7 +737,7 @@ __host__ inline int launch(const T* x, const T* w, const T* bias, T* out, int M,
   } else {
     dim3 grid((unsigned)((M + BM - 1) / BM), (unsigned)((N + BN - 1) / BN));
     if (grid.y > 65535u) return -1;
-#if defined(__HIP_PLATFORM_AMD__)
+#if KWIKI_PLATFORM_HIP
     if (vec) gemm_mfma_kernel<T, true><<<grid, kThreads, 0, stream>>>(x, w, bias, out, M, N, K);
     else gemm_mfma_kernel<T, false><<<grid, kThreads, 0, stream>>>(x, w, bias, out, M, N, K);
 #else
@@ -654,12 +751,10 @@ __host__ inline int launch(const T* x, const T* w, const T* bias, T* out, int M,
 }  // namespace kwiki_gemm_detail
 
 #if defined(KWIKI_DEFINE_LAUNCHER)
-extern "C" __attribute__((visibility("default"))) int kwiki_abi_version(void) { return 1; }
+KWIKI_EXPORT int kwiki_abi_version(void) { return 1; }
 
-extern "C" __attribute__((visibility("default"))) int kwiki_launch(void* const* tensors, int num_tensors,
-                                                                   const long long* dims, int num_dims,
-                                                                   const double* params, int num_params,
-                                                                   void* stream) {
+KWIKI_EXPORT int kwiki_launch(void* const* tensors, int num_tensors, const long long* dims, int num_dims,
+                              const double* params, int num_params, void* stream) {
   (void)params;
   (void)num_params;
   if (tensors == nullptr || dims == nullptr || num_tensors != 4 || num_dims != 3) return -1;
@@ -674,3 +769,5 @@ extern "C" __attribute__((visibility("default"))) int kwiki_launch(void* const* 
                                       static_cast<kwiki_gemm_detail::stream_t>(stream));
 }
 #endif  // KWIKI_DEFINE_LAUNCHER
+
+#endif  // KWIKI_GEMM_CUH

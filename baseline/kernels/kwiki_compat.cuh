@@ -136,6 +136,78 @@ __host__ __device__ constexpr int vec_width() {
   return static_cast<int>(16 / sizeof(T));
 }
 
+/// Bit copy between same-size types (device and host; compiles to register moves).
+template <typename To, typename From>
+KWIKI_HOST_DEVICE To bit_cast(const From& f) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast between types of one size");
+  To t;
+  memcpy(&t, &f, sizeof(To));
+  return t;
+}
+
+/// W consecutive elements of T held packed in 32-bit registers (two 16-bit values a register),
+/// the way row kernels keep a row slice: half the registers of fp32 for 16-bit types. W is 1
+/// or the 16-byte vector width. get(j) converts element j to fp32 (exactly); j must be a
+/// compile-time constant after unrolling so the words stay in registers.
+template <typename T, int W>
+struct Packed {
+  static constexpr int kWords = (W * static_cast<int>(sizeof(T)) + 3) / 4;
+  static constexpr bool k16 = sizeof(T) == 2;
+  unsigned int w[kWords];
+
+  /// Loads W elements from p (16 bytes at once when W is the vector width).
+  KWIKI_DEVICE void load(const T* __restrict__ p) {
+    if constexpr (W == 1) {
+      if constexpr (k16) w[0] = bit_cast<unsigned short>(p[0]);
+      else w[0] = bit_cast<unsigned int>(p[0]);
+    } else {
+      static_assert(W == vec_width<T>(), "W is 1 or the 16-byte vector width");
+      const uint4 u = *reinterpret_cast<const uint4*>(p);
+      w[0] = u.x;
+      w[1] = u.y;
+      w[2] = u.z;
+      w[3] = u.w;
+    }
+  }
+  /// Stores the W elements to p.
+  KWIKI_DEVICE void store(T* __restrict__ p) const {
+    if constexpr (W == 1) {
+      if constexpr (k16) p[0] = bit_cast<T>(static_cast<unsigned short>(w[0]));
+      else p[0] = bit_cast<T>(w[0]);
+    } else {
+      *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+  }
+  /// Element j as fp32.
+  KWIKI_DEVICE float get(int j) const {
+    if constexpr (!k16) {
+      return __uint_as_float(w[j]);
+    } else if constexpr (std::is_same<T, kwiki_bf16>::value) {
+      const unsigned int word = w[j / 2];
+      if constexpr (W == 1) return __uint_as_float(word << 16);
+      return __uint_as_float((j & 1) ? (word & 0xffff0000u) : (word << 16));
+    } else {
+      const unsigned int word = w[j / 2];
+      const unsigned short half_bits = static_cast<unsigned short>((j & 1) && W > 1 ? (word >> 16) : (word & 0xffffu));
+      return __half2float(bit_cast<kwiki_half>(half_bits));
+    }
+  }
+  /// Rounds W fp32 values to T (nearest even) and packs them.
+  KWIKI_DEVICE void pack(const float (&f)[W]) {
+    if constexpr (!k16) {
+#pragma unroll
+      for (int j = 0; j < W; ++j) w[j] = __float_as_uint(f[j]);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kWords; ++k) {
+        const unsigned int lo = bit_cast<unsigned short>(kwiki_from_float<T>(f[2 * k]));
+        const unsigned int hi = (2 * k + 1 < W) ? bit_cast<unsigned short>(kwiki_from_float<T>(f[(2 * k + 1) % W])) : 0u;
+        w[k] = lo | (hi << 16);
+      }
+    }
+  }
+};
+
 /// Loads W consecutive elements as fp32: one 16-byte load when W is the vector width, else scalar.
 template <int W, typename T>
 KWIKI_DEVICE void load_f32(const T* __restrict__ p, float (&out)[W]) {

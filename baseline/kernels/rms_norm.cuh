@@ -31,16 +31,19 @@ rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __rest
   for (long long row = G::first_row(); row < rows; row += G::row_stride()) {
     const T* xr = x + row * H;
     T* outr = out + row * H;
-    float v[VPT][W];
+    kwiki::Packed<T, W> v[VPT];  // this thread's slice of the row, packed in registers
     float tv = 0.f;
     float ss = 0.f;
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       const int a = r + i * gs;
       if (a < nacc) {
-        kwiki::load_f32<W>(xr + static_cast<long long>(a) * W, v[i]);
+        v[i].load(xr + static_cast<long long>(a) * W);
 #pragma unroll
-        for (int j = 0; j < W; ++j) ss += v[i][j] * v[i][j];
+        for (int j = 0; j < W; ++j) {
+          const float f = v[i].get(j);
+          ss += f * f;
+        }
       }
     }
     if (r < tail) {
@@ -57,7 +60,7 @@ rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __rest
         float o[W];
         kwiki::load_f32<W>(weight + static_cast<long long>(a) * W, w);
 #pragma unroll
-        for (int j = 0; j < W; ++j) o[j] = v[i][j] * rstd * w[j];
+        for (int j = 0; j < W; ++j) o[j] = v[i].get(j) * rstd * w[j];
         kwiki::store_f32<W>(outr + static_cast<long long>(a) * W, o);
       }
     }

@@ -1,0 +1,213 @@
+// fp8_quant.cuh: kwiki V0 template, dynamic per-token (per-row) FP8 E4M3 quantization.
+//
+//   scale[t] = max(amax(|x[t, :]|), 1e-12) / fp8_max                       (fp32)
+//   q[t, :]  = fp8(clamp(x[t, :] / scale[t], -fp8_max, fp8_max))           (round to nearest even)
+//
+// The fp8 format: e4m3fn on CUDA (max 448, NaN 0x7f/0xff, has -0); e4m3fnuz on HIP / CDNA3
+// (exponent bias 8, max 240, no -0, the only NaN is 0x80). fp8_max comes from params.
+// ABI (ABI.md): tensors x[T,H], q[T,H] (fp8 bytes), scale[T] (fp32); dims T, H; params fp8_max.
+//
+// Design: as rms_norm.cuh (one row per block, or per warp for short rows; the row read once
+// into registers with 16-byte loads; amax reduced with warp butterflies then shared memory),
+// the bytes stored W at a time (8 bytes per 16-byte input vector of bf16/fp16). Rows longer
+// than 16384 elements are re-read from L2 by a looping kernel. The division x / scale is a
+// true fp32 division, as the reference computes it.
+#ifndef KWIKI_FP8_QUANT_CUH
+#define KWIKI_FP8_QUANT_CUH
+
+#include "kwiki_compat.cuh"
+
+#if KWIKI_PLATFORM_CUDA
+#include <cuda_fp8.h>
+#endif
+
+namespace kwiki_fp8_quant {
+
+/// float -> fp8 E4M3 byte, round to nearest even, saturating to the largest finite value.
+/// kFnuz: e4m3fnuz (bias 8, max 240, no negative zero: -0 and values rounding to zero give
+/// 0x00; NaN gives 0x80). Else e4m3fn (bias 7, max 448; NaN gives 0x7f, signed zeros kept).
+/// Portable C++ (host and device): the HIP path uses it; on CUDA it can be checked against
+/// __nv_cvt_float_to_fp8.
+template <bool kFnuz>
+KWIKI_HOST_DEVICE unsigned char float_to_e4m3(float x) {
+  constexpr int kBias = kFnuz ? 8 : 7;
+  constexpr int kEmin = 1 - kBias;                    // exponent of the smallest normal
+  constexpr unsigned int kMaxMag = kFnuz ? 0x7fu : 0x7eu;  // 240 = 1.875 * 2^7; 448 = 1.75 * 2^8
+  constexpr float kMax = kFnuz ? 240.f : 448.f;
+  const unsigned int bits = kwiki::bit_cast<unsigned int>(x);
+  const unsigned int sign = (bits >> 31) << 7;
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return kFnuz ? 0x80u : 0x7fu;  // NaN
+  const float a = kwiki::bit_cast<float>(bits & 0x7fffffffu);
+  unsigned int mag;
+  if (a >= kMax) {  // saturate (includes +-inf)
+    mag = kMaxMag;
+  } else {
+    // The fp8 grid spacing around a: 2^(E - 3) in the binade [2^E, 2^(E+1)), E >= kEmin;
+    // the subnormal spacing 2^(kEmin - 3) below 2^kEmin. a / spacing is exact (a power-of-two
+    // scaling of a float that stays normal), rintf rounds it to nearest even.
+    int e = static_cast<int>((bits >> 23) & 0xffu) - 127;  // floor(log2 a); -127 for zero and float subnormals
+    if (e < kEmin) e = kEmin;
+    const float spacing = kwiki::bit_cast<float>(static_cast<unsigned int>(e - 3 + 127) << 23);
+    const float q = rintf(a / spacing);  // an integer in [0, 16]
+    if (q == 0.f) return kFnuz ? 0x00u : static_cast<unsigned char>(sign);
+    const float v = q * spacing;  // the rounded magnitude, <= kMax since a < kMax and kMax is on the grid
+    const unsigned int vb = kwiki::bit_cast<unsigned int>(v);
+    const int ev = static_cast<int>((vb >> 23) & 0xffu) - 127;
+    if (ev < kEmin) {
+      mag = static_cast<unsigned int>(q);  // subnormal: exponent field 0, mantissa q in 1..7
+    } else {
+      mag = (static_cast<unsigned int>(ev + kBias) << 3) | ((vb >> 20) & 7u);  // v has <= 4 significant bits
+    }
+  }
+  return static_cast<unsigned char>(sign | mag);
+}
+
+/// The platform's fp8 cast of a value already clamped to +-fp8_max.
+KWIKI_DEVICE unsigned char to_fp8(float v) {
+#if KWIKI_PLATFORM_HIP
+  return float_to_e4m3<true>(v);
+#else
+  return static_cast<unsigned char>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3));
+#endif
+}
+
+/// Quantizes W values (x / scale, clamped) and stores the W bytes at once.
+template <int W>
+KWIKI_DEVICE void quant_store(unsigned char* __restrict__ q, const float (&f)[W], float scale, float fp8_max) {
+  kwiki::Bytes<W> b;
+#pragma unroll
+  for (int j = 0; j < W; ++j) b.b[j] = to_fp8(fminf(fmaxf(f[j] / scale, -fp8_max), fp8_max));
+  *reinterpret_cast<kwiki::Bytes<W>*>(q) = b;
+}
+
+/// Row kept in registers: VPT accesses of W elements per thread, plus one tail element.
+template <typename T, int W, int VPT, bool kWarpRow>
+KWIKI_GLOBAL void __launch_bounds__(1024)
+fp8_quant_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, float* __restrict__ scale, long long rows, int H,
+                 float fp8_max) {
+  using G = kwiki::RowGroup<kWarpRow>;
+  const int r = G::rank();
+  const int gs = G::size();
+  const int nacc = H / W;
+  const int tail = H - nacc * W;
+  for (long long row = G::first_row(); row < rows; row += G::row_stride()) {
+    const T* xr = x + row * H;
+    unsigned char* qr = q + row * H;
+    kwiki::Packed<T, W> v[VPT];
+    float tv = 0.f;
+    float amax = 0.f;
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int a = r + i * gs;
+      if (a < nacc) {
+        v[i].load(xr + static_cast<long long>(a) * W);
+#pragma unroll
+        for (int j = 0; j < W; ++j) amax = fmaxf(amax, fabsf(v[i].get(j)));
+      }
+    }
+    if (r < tail) {
+      tv = kwiki_to_float(xr[nacc * W + r]);
+      amax = fmaxf(amax, fabsf(tv));
+    }
+    amax = G::max(amax);
+    const float s = fmaxf(amax, 1e-12f) / fp8_max;
+    if (r == 0) scale[row] = s;
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int a = r + i * gs;
+      if (a < nacc) {
+        float f[W];
+#pragma unroll
+        for (int j = 0; j < W; ++j) f[j] = v[i].get(j);
+        quant_store<W>(qr + static_cast<long long>(a) * W, f, s, fp8_max);
+      }
+    }
+    if (r < tail) qr[nacc * W + r] = to_fp8(fminf(fmaxf(tv / s, -fp8_max), fp8_max));
+  }
+}
+
+/// Rows longer than the register capacity: amax pass, then a second read (from L2) to quantize.
+template <typename T, int W>
+KWIKI_GLOBAL void __launch_bounds__(1024)
+fp8_quant_loop_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, float* __restrict__ scale, long long rows, int H,
+                      float fp8_max) {
+  const int r = threadIdx.x;
+  const int gs = blockDim.x;
+  const int nacc = H / W;
+  const int tail = H - nacc * W;
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* xr = x + row * H;
+    unsigned char* qr = q + row * H;
+    float amax = 0.f;
+    for (int a = r; a < nacc; a += gs) {
+      float f[W];
+      kwiki::load_f32<W>(xr + static_cast<long long>(a) * W, f);
+#pragma unroll
+      for (int j = 0; j < W; ++j) amax = fmaxf(amax, fabsf(f[j]));
+    }
+    if (r < tail) amax = fmaxf(amax, fabsf(kwiki_to_float(xr[nacc * W + r])));
+    amax = kwiki::block_reduce_max(amax);
+    const float s = fmaxf(amax, 1e-12f) / fp8_max;
+    if (r == 0) scale[row] = s;
+    for (int a = r; a < nacc; a += gs) {
+      const long long off = static_cast<long long>(a) * W;
+      float f[W];
+      kwiki::load_f32<W>(xr + off, f);
+      quant_store<W>(qr + off, f, s, fp8_max);
+    }
+    if (r < tail) {
+      const int e = nacc * W + r;
+      qr[e] = to_fp8(fminf(fmaxf(kwiki_to_float(xr[e]) / s, -fp8_max), fp8_max));
+    }
+  }
+}
+
+template <typename T, int W>
+inline int launch_w(const T* x, unsigned char* q, float* scale, long long rows, int H, float fp8_max, kwiki_stream_t stream) {
+  const kwiki::RowLaunch L = kwiki::plan_row_launch<W>(H / W, rows);
+  const dim3 grid(static_cast<unsigned>(L.grid));
+  const dim3 block(static_cast<unsigned>(L.block));
+  kwiki::dispatch_row<W>(L, [&](auto vpt_c, auto warp_c) {
+    constexpr int VPT = decltype(vpt_c)::value;
+    constexpr bool kWarpRow = decltype(warp_c)::value;
+    if constexpr (VPT == 0) {
+      fp8_quant_loop_kernel<T, W><<<grid, block, 0, stream>>>(x, q, scale, rows, H, fp8_max);
+    } else {
+      fp8_quant_kernel<T, W, VPT, kWarpRow><<<grid, block, 0, stream>>>(x, q, scale, rows, H, fp8_max);
+    }
+  });
+  return kwiki_last_error();
+}
+
+/// Launches the per-token fp8 quantization on `stream`; 0, the launch error, or -1.
+template <typename T>
+inline int launch(const T* x, unsigned char* q, float* scale, long long rows, long long H, double fp8_max, kwiki_stream_t stream) {
+  if (rows < 0 || H <= 0 || H > INT_MAX) return -1;
+  if (!(fp8_max > 0.0) || fp8_max > 448.0) return -1;  // also rejects NaN
+  if (rows == 0) return 0;
+  constexpr int V = kwiki::vec_width<T>();
+  // q rows start W-byte aligned when H is a multiple of W (and q 16-byte aligned).
+  const bool vec_ok = kwiki::aligned16(x) && kwiki::aligned16(q) && (H % V == 0 || rows == 1);
+  if (vec_ok) return launch_w<T, V>(x, q, scale, rows, static_cast<int>(H), static_cast<float>(fp8_max), stream);
+  return launch_w<T, 1>(x, q, scale, rows, static_cast<int>(H), static_cast<float>(fp8_max), stream);
+}
+
+}  // namespace kwiki_fp8_quant
+
+#ifdef KWIKI_DEFINE_LAUNCHER
+#ifndef KWIKI_T
+#error "define KWIKI_T (the element type) before including fp8_quant.cuh"
+#endif
+KWIKI_EXPORT int kwiki_abi_version(void) { return 1; }
+
+KWIKI_EXPORT int kwiki_launch(void* const* tensors, int num_tensors, const long long* dims, int num_dims, const double* params,
+                              int num_params, void* stream) {
+  if (tensors == nullptr || dims == nullptr || num_tensors != 3 || num_dims != 2 || num_params < 1 || params == nullptr) return -1;
+  if (tensors[0] == nullptr || tensors[1] == nullptr || tensors[2] == nullptr) return -1;
+  return kwiki_fp8_quant::launch<KWIKI_T>(static_cast<const KWIKI_T*>(tensors[0]), static_cast<unsigned char*>(tensors[1]),
+                                          static_cast<float*>(tensors[2]), dims[0], dims[1], params[0],
+                                          static_cast<kwiki_stream_t>(stream));
+}
+#endif  // KWIKI_DEFINE_LAUNCHER
+
+#endif  // KWIKI_FP8_QUANT_CUH

@@ -1,0 +1,188 @@
+// layer_norm.cuh: kwiki V0 template, LayerNorm over the last dimension with weight and bias.
+//
+//   out[t, :] = (x[t, :] - mean) / sqrt(var + eps) * weight + bias     (var: population)
+//
+// ABI (ABI.md): tensors x[T,H], weight[H], bias[H], out[T,H]; dims T, H; params eps.
+// Mean, variance and the affine transform in fp32, one rounding at the store.
+//
+// Design: as rms_norm.cuh (one row per block, or per warp for short rows; the row read once
+// into registers with 16-byte loads). The variance is two-pass over the registers (sum of
+// (x - mean)^2, no E[x^2] - mean^2 cancellation): two reductions. Rows longer than 16384
+// elements are re-read from L2 by a looping kernel (three passes: mean, variance, output).
+#ifndef KWIKI_LAYER_NORM_CUH
+#define KWIKI_LAYER_NORM_CUH
+
+#include "kwiki_compat.cuh"
+
+namespace kwiki_layer_norm {
+
+/// Row kept in registers: VPT accesses of W elements per thread, plus one tail element.
+template <typename T, int W, int VPT, bool kWarpRow>
+KWIKI_GLOBAL void __launch_bounds__(1024)
+layer_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ out,
+                  long long rows, int H, float eps) {
+  using G = kwiki::RowGroup<kWarpRow>;
+  const int r = G::rank();
+  const int gs = G::size();
+  const int nacc = H / W;
+  const int tail = H - nacc * W;
+  const float hf = static_cast<float>(H);
+  for (long long row = G::first_row(); row < rows; row += G::row_stride()) {
+    const T* xr = x + row * H;
+    T* outr = out + row * H;
+    kwiki::Packed<T, W> v[VPT];
+    float tv = 0.f;
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int a = r + i * gs;
+      if (a < nacc) {
+        v[i].load(xr + static_cast<long long>(a) * W);
+#pragma unroll
+        for (int j = 0; j < W; ++j) sum += v[i].get(j);
+      }
+    }
+    if (r < tail) {
+      tv = kwiki_to_float(xr[nacc * W + r]);
+      sum += tv;
+    }
+    const float mean = G::sum(sum) / hf;
+    float sq = 0.f;
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int a = r + i * gs;
+      if (a < nacc) {
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          const float d = v[i].get(j) - mean;
+          sq += d * d;
+        }
+      }
+    }
+    if (r < tail) sq += (tv - mean) * (tv - mean);
+    const float rstd = rsqrtf(G::sum(sq) / hf + eps);
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int a = r + i * gs;
+      if (a < nacc) {
+        const long long off = static_cast<long long>(a) * W;
+        float w[W];
+        float b[W];
+        float o[W];
+        kwiki::load_f32<W>(weight + off, w);
+        kwiki::load_f32<W>(bias + off, b);
+#pragma unroll
+        for (int j = 0; j < W; ++j) o[j] = (v[i].get(j) - mean) * rstd * w[j] + b[j];
+        kwiki::store_f32<W>(outr + off, o);
+      }
+    }
+    if (r < tail) {
+      const int e = nacc * W + r;
+      outr[e] = kwiki_from_float<T>((tv - mean) * rstd * kwiki_to_float(weight[e]) + kwiki_to_float(bias[e]));
+    }
+  }
+}
+
+/// Rows longer than the register capacity: mean, variance and output passes over L2.
+template <typename T, int W>
+KWIKI_GLOBAL void __launch_bounds__(1024)
+layer_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ out,
+                       long long rows, int H, float eps) {
+  const int r = threadIdx.x;
+  const int gs = blockDim.x;
+  const int nacc = H / W;
+  const int tail = H - nacc * W;
+  const float hf = static_cast<float>(H);
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* xr = x + row * H;
+    T* outr = out + row * H;
+    float sum = 0.f;
+    for (int a = r; a < nacc; a += gs) {
+      float v[W];
+      kwiki::load_f32<W>(xr + static_cast<long long>(a) * W, v);
+#pragma unroll
+      for (int j = 0; j < W; ++j) sum += v[j];
+    }
+    if (r < tail) sum += kwiki_to_float(xr[nacc * W + r]);
+    const float mean = kwiki::block_reduce_sum(sum) / hf;
+    float sq = 0.f;
+    for (int a = r; a < nacc; a += gs) {
+      float v[W];
+      kwiki::load_f32<W>(xr + static_cast<long long>(a) * W, v);
+#pragma unroll
+      for (int j = 0; j < W; ++j) sq += (v[j] - mean) * (v[j] - mean);
+    }
+    if (r < tail) {
+      const float d = kwiki_to_float(xr[nacc * W + r]) - mean;
+      sq += d * d;
+    }
+    const float rstd = rsqrtf(kwiki::block_reduce_sum(sq) / hf + eps);
+    for (int a = r; a < nacc; a += gs) {
+      const long long off = static_cast<long long>(a) * W;
+      float v[W];
+      float w[W];
+      float b[W];
+      float o[W];
+      kwiki::load_f32<W>(xr + off, v);
+      kwiki::load_f32<W>(weight + off, w);
+      kwiki::load_f32<W>(bias + off, b);
+#pragma unroll
+      for (int j = 0; j < W; ++j) o[j] = (v[j] - mean) * rstd * w[j] + b[j];
+      kwiki::store_f32<W>(outr + off, o);
+    }
+    if (r < tail) {
+      const int e = nacc * W + r;
+      outr[e] = kwiki_from_float<T>((kwiki_to_float(xr[e]) - mean) * rstd * kwiki_to_float(weight[e]) + kwiki_to_float(bias[e]));
+    }
+  }
+}
+
+template <typename T, int W>
+inline int launch_w(const T* x, const T* weight, const T* bias, T* out, long long rows, int H, float eps, kwiki_stream_t stream) {
+  const kwiki::RowLaunch L = kwiki::plan_row_launch<W>(H / W, rows);
+  const dim3 grid(static_cast<unsigned>(L.grid));
+  const dim3 block(static_cast<unsigned>(L.block));
+  kwiki::dispatch_row<W>(L, [&](auto vpt_c, auto warp_c) {
+    constexpr int VPT = decltype(vpt_c)::value;
+    constexpr bool kWarpRow = decltype(warp_c)::value;
+    if constexpr (VPT == 0) {
+      layer_norm_loop_kernel<T, W><<<grid, block, 0, stream>>>(x, weight, bias, out, rows, H, eps);
+    } else {
+      layer_norm_kernel<T, W, VPT, kWarpRow><<<grid, block, 0, stream>>>(x, weight, bias, out, rows, H, eps);
+    }
+  });
+  return kwiki_last_error();
+}
+
+/// Launches LayerNorm on `stream`; 0, the launch error, or -1 for sizes it cannot serve.
+template <typename T>
+inline int launch(const T* x, const T* weight, const T* bias, T* out, long long rows, long long H, float eps, kwiki_stream_t stream) {
+  if (rows < 0 || H <= 0 || H > INT_MAX) return -1;
+  if (rows == 0) return 0;
+  constexpr int V = kwiki::vec_width<T>();
+  const bool vec_ok = kwiki::aligned16(x) && kwiki::aligned16(weight) && kwiki::aligned16(bias) && kwiki::aligned16(out) &&
+                      (H % V == 0 || rows == 1);
+  if (vec_ok) return launch_w<T, V>(x, weight, bias, out, rows, static_cast<int>(H), eps, stream);
+  return launch_w<T, 1>(x, weight, bias, out, rows, static_cast<int>(H), eps, stream);
+}
+
+}  // namespace kwiki_layer_norm
+
+#ifdef KWIKI_DEFINE_LAUNCHER
+#ifndef KWIKI_T
+#error "define KWIKI_T (the element type) before including layer_norm.cuh"
+#endif
+KWIKI_EXPORT int kwiki_abi_version(void) { return 1; }
+
+KWIKI_EXPORT int kwiki_launch(void* const* tensors, int num_tensors, const long long* dims, int num_dims, const double* params,
+                              int num_params, void* stream) {
+  if (tensors == nullptr || dims == nullptr || num_tensors != 4 || num_dims != 2 || num_params < 1 || params == nullptr) return -1;
+  for (int i = 0; i < 4; ++i)
+    if (tensors[i] == nullptr) return -1;
+  return kwiki_layer_norm::launch<KWIKI_T>(static_cast<const KWIKI_T*>(tensors[0]), static_cast<const KWIKI_T*>(tensors[1]),
+                                           static_cast<const KWIKI_T*>(tensors[2]), static_cast<KWIKI_T*>(tensors[3]), dims[0], dims[1],
+                                           static_cast<float>(params[0]), static_cast<kwiki_stream_t>(stream));
+}
+#endif  // KWIKI_DEFINE_LAUNCHER
+
+#endif  // KWIKI_LAYER_NORM_CUH

@@ -1,0 +1,134 @@
+// Tests of kwiki baseline: generation and build without a GPU (CI), and on an H200 the harness
+// catching a planted off-by-one, a hanging kernel and a NaN-producing kernel (label gpu).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace kwiki {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::RunResult;
+using test::TempDir;
+using test::run_kwiki;
+
+bool nvidia_gpu_present() { return std::system("nvidia-smi -L > /dev/null 2>&1") == 0; }
+bool torch_present() { return std::system("python3 -c 'import torch' > /dev/null 2>&1") == 0; }
+
+class Baseline : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    ASSERT_EQ(run_kwiki({"index", "--wiki", test::bundled_wiki(), "--index", index()}).exit_code, 0);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string index() { return (*dir_) / "index"; }
+  static std::string plan(const std::string& task, const std::string& gpu, const std::string& name) {
+    const std::string ws = (*dir_) / name;
+    const RunResult r = run_kwiki({"plan", "--task", std::string(KWIKI_SOURCE_DIR) + "/data/tasks/" + task, "--gpu", gpu, "--workspace", ws,
+                                   "--index", index(), "--force"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return ws;
+  }
+  static TempDir* dir_;
+};
+TempDir* Baseline::dir_ = nullptr;
+
+TEST_F(Baseline, WithoutADeviceItGeneratesCompilesReportsAndSaysNotMeasured) {
+  if (nvidia_gpu_present()) GTEST_SKIP() << "a GPU is present; this test covers the no-device path";
+  const std::string ws = plan("rms_norm", "H200", "ws-nodevice");
+  const RunResult r = run_kwiki({"baseline", "--workspace", ws, "--json"});
+  const json j = json::parse(r.out);
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;  // built, not measured
+  EXPECT_EQ(j["status"], "NOT_RUN");
+  EXPECT_FALSE(j["measured"].get<bool>());
+  for (const char* f : {"kernel.cu", "kernel.py", "test_kernel.py", "reference.py", "baseline_report.md", "memory/v0.json"})
+    EXPECT_TRUE(fs::exists(ws + "/" + f)) << f;
+  const std::string report = test::read_text(ws + "/baseline_report.md");
+  EXPECT_NE(report.find("not measured"), std::string::npos);
+  const json memory = json::parse(test::read_text(ws + "/memory/v0.json"));
+  EXPECT_TRUE(memory["performance"]["latency_us"].is_null());
+  EXPECT_EQ(memory["quality_gate"]["result"], "not_measured");
+  if (j["compiled"].get<bool>()) {
+    EXPECT_TRUE(fs::exists(ws + "/build/kernel.so"));
+    EXPECT_EQ(j["static_evidence"]["spill_bytes"], 0);
+  }
+  FILE* log = ::popen(("cd " + test::shell_quote(ws) + " && git log --format=%s").c_str(), "r");
+  char buf[512] = {};
+  std::string subjects;
+  while (std::fgets(buf, sizeof buf, log)) subjects += buf;
+  ::pclose(log);
+  EXPECT_NE(subjects.find("V0: baseline kernel"), std::string::npos) << subjects;
+}
+
+TEST_F(Baseline, UnknownPatternWithoutKernelIsRefused) {
+  const std::string ws = plan("rms_norm", "H200", "ws-unknown");
+  fs::path plan_path = ws + "/plans/v0_plan.json";
+  json p = json::parse(test::read_text(plan_path));
+  p["pattern"]["name"] = "scan";
+  test::write_text(plan_path, p.dump());
+  const RunResult r = run_kwiki({"baseline", "--workspace", ws, "--no-commit"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--kernel"), std::string::npos);
+}
+
+TEST_F(Baseline, KernelWithoutTheLauncherAbiIsRefused) {
+  const std::string ws = plan("rms_norm", "H200", "ws-badabi");
+  test::write_text((*dir_) / "noabi.cu", "__global__ void k() {}\n");
+  const RunResult r = run_kwiki({"baseline", "--workspace", ws, "--kernel", (*dir_) / "noabi.cu", "--no-commit"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("kwiki_launch"), std::string::npos);
+}
+
+TEST_F(Baseline, WorkspaceWithoutPlanIsRefused) {
+  const RunResult r = run_kwiki({"baseline", "--workspace", (*dir_) / "nothing-here"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("kwiki plan"), std::string::npos);
+}
+
+// ---- on the GPU (label gpu): the harness catches planted faults ----
+
+class PlantedFault : public Baseline {
+ protected:
+  void SetUp() override {
+    if (!nvidia_gpu_present()) GTEST_SKIP() << "no NVIDIA GPU here: planted-fault tests run on the H200";
+    if (!torch_present()) GTEST_SKIP() << "torch is not importable here: the harness needs it";
+  }
+  json run_planted(const std::string& define, const std::string& name, int timeout) {
+    const std::string ws = plan("rms_norm", "H200", name);
+    const std::string kernel = (*dir_) / (name + ".cu");
+    test::write_text(kernel, "#define " + define + " 1\n" +
+                                 test::read_text(std::string(KWIKI_SOURCE_DIR) + "/data/fixtures/kernels/rms_norm_planted.cu"));
+    const RunResult r = run_kwiki({"baseline", "--workspace", ws, "--kernel", kernel, "--shapes", "t1_h4096,t4096_h7168", "--timeout",
+                                   std::to_string(timeout), "--allow-other-device", "--json"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    return json::parse(r.out);
+  }
+};
+
+TEST_F(PlantedFault, OffByOneIsAMismatch) {
+  const json j = run_planted("PLANT_OFF_BY_ONE", "ws-offbyone", 60);
+  EXPECT_EQ(j["status"], "MISMATCH");
+  EXPECT_NE(j["result"]["failures"].dump().find("NaN"), std::string::npos);  // the unwritten column stays poisoned
+}
+
+TEST_F(PlantedFault, HangIsATimeoutAndTheRestGoOn) {
+  const json j = run_planted("PLANT_HANG", "ws-hang", 20);
+  EXPECT_EQ(j["status"], "TIMEOUT_FAIL");
+  EXPECT_EQ(j["result"]["statuses"]["t1_h4096"], "TIMEOUT_FAIL");
+  EXPECT_TRUE(j["result"]["statuses"].contains("t4096_h7168"));  // the next shape still ran
+}
+
+TEST_F(PlantedFault, NanIsCaught) {
+  const json j = run_planted("PLANT_NAN", "ws-nan", 60);
+  EXPECT_EQ(j["status"], "MISMATCH");
+  EXPECT_NE(j["result"]["failures"].dump().find("NaN"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kwiki
