@@ -108,6 +108,36 @@ int count_matches(const std::string& text, const std::string& pattern) {
   return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
+// Debian ships the ROCm device libraries (rocm-device-libs 5.2) without the per-target ISA
+// constant of gfx942/gfx950. kwiki builds a ROCm root for clang in its cache: links to Debian's
+// bitcode and headers, plus the missing oclc_isa_version_<gfx>.bc assembled from LLVM IR.
+std::string prepare_rocm_root(const std::string& clang) {
+  const fs::path system_bitcode = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
+  if (!fs::exists(system_bitcode / "ockl.bc")) return {};
+  const char* cache_env = std::getenv("XDG_CACHE_HOME");
+  const fs::path root = fs::path(cache_env && *cache_env ? cache_env : std::string(std::getenv("HOME") ? std::getenv("HOME") : "/tmp") + "/.cache") /
+                        "kwiki" / "rocm-root";
+  std::error_code ec;
+  fs::create_directories(root / "amdgcn" / "bitcode", ec);
+  for (const auto& e : fs::directory_iterator(system_bitcode, ec)) {
+    const fs::path link = root / "amdgcn" / "bitcode" / e.path().filename();
+    if (!fs::exists(link)) fs::create_symlink(e.path(), link, ec);
+  }
+  if (!fs::exists(root / "include")) fs::create_directory_symlink("/usr/include", root / "include", ec);
+  const std::string llvm_as = fs::path(clang).parent_path() / ("llvm-as" + std::string(clang.ends_with("-19") ? "-19" : ""));
+  for (const auto& [gfx, version] : std::vector<std::pair<std::string, int>>{{"942", 9402}, {"950", 9500}}) {
+    const fs::path bc = root / "amdgcn" / "bitcode" / ("oclc_isa_version_" + gfx + ".bc");
+    if (fs::exists(bc)) continue;
+    const fs::path ll = root / ("oclc_isa_version_" + gfx + ".ll");
+    write_text(ll, "; The ISA-version constant the ROCm device libraries read (" + std::to_string(version) + " = gfx" + gfx + ").\n"
+                   "target triple = \"amdgcn-amd-amdhsa\"\n"
+                   "@__oclc_ISA_version = linkonce_odr protected local_unnamed_addr addrspace(4) constant i32 " + std::to_string(version) +
+                   ", align 4\n");
+    run_command(quote(fs::exists(llvm_as) ? llvm_as : std::string("llvm-as-19")) + " " + quote(ll.string()) + " -o " + quote(bc.string()));
+  }
+  return root.string();
+}
+
 struct Device {
   bool present = false;
   std::string name, uuid, driver;
@@ -238,7 +268,17 @@ BaselineResult run_baseline(const BaselineRequest& request) {
   } else {
     const CommandResult r = run_command("command -v clang++-19");
     compiler = r.status == 0 ? r.output.substr(0, r.output.find('\n')) : "";
-    flags = "-x hip --offload-arch=" + target + " -O3 -std=c++17 -shared -fPIC";
+    const std::string rocm = compiler.empty() ? "" : prepare_rocm_root(compiler);
+    if (!compiler.empty() && rocm.empty()) {
+      result.notes.push_back("not compiled: Debian's rocm-device-libs are not installed");
+      compiler.clear();
+    }
+    if (!compiler.empty() && target == "gfx950" && run_command(quote(compiler) + " --print-supported-cpus 2>&1 | grep -q gfx950").status != 0) {
+      result.notes.push_back("not compiled: " + compiler + " cannot target gfx950 (CDNA4 needs LLVM 20 or newer); the kernel, plan and report are ready for one");
+      compiler.clear();
+    }
+    flags = "-x hip --offload-arch=" + (target == "gfx942" ? std::string("gfx942:sramecc+:xnack-") : target) + " --rocm-path=" + rocm +
+            " -O3 -std=c++17 -shared -fPIC -L/usr/lib/x86_64-linux-gnu -lamdhip64";
   }
   ordered_json evidence;
   evidence["target"] = target;
@@ -284,6 +324,31 @@ BaselineResult run_baseline(const BaselineRequest& request) {
       evidence["max_registers_per_thread"] = max_regs;
       evidence["spill_bytes"] = spill_bytes;
       evidence["stack_frame_bytes"] = stack_bytes;
+      if (amd) {
+        // The device ISA listing: the same source compiled device-only to assembly.
+        const std::string asm_flags = std::regex_replace(flags, std::regex(" -shared -fPIC -L[^ ]+ -lamdhip64"), "");
+        const CommandResult listing = run_command(quote(compiler) + " " + asm_flags + " --offload-device-only -S -o " +
+                                                  quote((profiles / ("kernel-" + target + ".s")).string()) + " " + quote(kernel_path.string()));
+        if (listing.status == 0) {
+          const std::string isa = read_text(profiles / ("kernel-" + target + ".s"));
+          evidence["listing"] = "profiles/v0/kernel-" + target + ".s";
+          evidence["instructions"] = {{"v_mfma", count_matches(isa, R"(\bv_mfma_)")},
+                                      {"global_load_dwordx4", count_matches(isa, R"(\bglobal_load_dwordx4\b)")},
+                                      {"buffer_load_dwordx4", count_matches(isa, R"(\bbuffer_load_dwordx4\b)")},
+                                      {"global_store_dwordx4", count_matches(isa, R"(\bglobal_store_dwordx4\b)")},
+                                      {"ds_read_b128", count_matches(isa, R"(\bds_read_b128\b)")},
+                                      {"ds_write_b128", count_matches(isa, R"(\bds_write_b128\b)")},
+                                      {"scratch (spills)", count_matches(isa, R"(\bscratch_(load|store))")}};
+          std::smatch vg;
+          const std::regex vgpr(R"(;\s*NumVgprs:\s*(\d+))"), scratch(R"(;\s*ScratchSize:\s*(\d+))");
+          int max_vgpr = 0, max_scratch = 0;
+          for (auto it = std::sregex_iterator(isa.begin(), isa.end(), vgpr); it != std::sregex_iterator(); ++it) max_vgpr = std::max(max_vgpr, std::stoi((*it)[1]));
+          for (auto it = std::sregex_iterator(isa.begin(), isa.end(), scratch); it != std::sregex_iterator(); ++it) max_scratch = std::max(max_scratch, std::stoi((*it)[1]));
+          evidence["max_vgprs"] = max_vgpr;
+          evidence["scratch_bytes"] = max_scratch;
+          evidence["spill_bytes"] = max_scratch;
+        }
+      }
       if (!amd) {
         const fs::path cuobjdump = fs::path(compiler).parent_path() / "cuobjdump";
         const CommandResult sass = run_command(quote(fs::exists(cuobjdump) ? cuobjdump.string() : std::string("cuobjdump")) + " --dump-sass " +

@@ -43,12 +43,13 @@ KWIKI_HOST_DEVICE unsigned char float_to_e4m3(float x) {
     mag = kMaxMag;
   } else {
     // The fp8 grid spacing around a: 2^(E - 3) in the binade [2^E, 2^(E+1)), E >= kEmin;
-    // the subnormal spacing 2^(kEmin - 3) below 2^kEmin. a / spacing is exact (a power-of-two
-    // scaling of a float that stays normal), rintf rounds it to nearest even.
+    // the subnormal spacing 2^(kEmin - 3) below 2^kEmin. a * 2^(3 - E) is exact (a power-of-two
+    // scaling that cannot overflow or lose bits), rintf rounds it to nearest even.
     int e = static_cast<int>((bits >> 23) & 0xffu) - 127;  // floor(log2 a); -127 for zero and float subnormals
     if (e < kEmin) e = kEmin;
     const float spacing = kwiki::bit_cast<float>(static_cast<unsigned int>(e - 3 + 127) << 23);
-    const float q = rintf(a / spacing);  // an integer in [0, 16]
+    const float inv_spacing = kwiki::bit_cast<float>(static_cast<unsigned int>(3 - e + 127) << 23);
+    const float q = rintf(a * inv_spacing);  // exact scaling, then an integer in [0, 16]
     if (q == 0.f) return kFnuz ? 0x00u : static_cast<unsigned char>(sign);
     const float v = q * spacing;  // the rounded magnitude, <= kMax since a < kMax and kMax is on the grid
     const unsigned int vb = kwiki::bit_cast<unsigned int>(v);
@@ -105,7 +106,7 @@ fp8_quant_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, float* 
         for (int j = 0; j < W; ++j) amax = fmaxf(amax, fabsf(v[i].get(j)));
       }
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       tv = kwiki_to_float(xr[nacc * W + r]);
       amax = fmaxf(amax, fabsf(tv));
     }
@@ -122,7 +123,7 @@ fp8_quant_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, float* 
         quant_store<W>(qr + static_cast<long long>(a) * W, f, s, fp8_max);
       }
     }
-    if (r < tail) qr[nacc * W + r] = to_fp8(fminf(fmaxf(tv / s, -fp8_max), fp8_max));
+    if (W > 1 && r < tail) qr[nacc * W + r] = to_fp8(fminf(fmaxf(tv / s, -fp8_max), fp8_max));
   }
 }
 
@@ -145,7 +146,7 @@ fp8_quant_loop_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, fl
 #pragma unroll
       for (int j = 0; j < W; ++j) amax = fmaxf(amax, fabsf(f[j]));
     }
-    if (r < tail) amax = fmaxf(amax, fabsf(kwiki_to_float(xr[nacc * W + r])));
+    if (W > 1 && r < tail) amax = fmaxf(amax, fabsf(kwiki_to_float(xr[nacc * W + r])));
     amax = kwiki::block_reduce_max(amax);
     const float s = fmaxf(amax, 1e-12f) / fp8_max;
     if (r == 0) scale[row] = s;
@@ -155,7 +156,7 @@ fp8_quant_loop_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, fl
       kwiki::load_f32<W>(xr + off, f);
       quant_store<W>(qr + off, f, s, fp8_max);
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       const int e = nacc * W + r;
       qr[e] = to_fp8(fminf(fmaxf(kwiki_to_float(xr[e]) / s, -fp8_max), fp8_max));
     }
@@ -183,7 +184,9 @@ inline int launch_w(const T* x, unsigned char* q, float* scale, long long rows, 
 template <typename T>
 inline int launch(const T* x, unsigned char* q, float* scale, long long rows, long long H, double fp8_max, kwiki_stream_t stream) {
   if (rows < 0 || H <= 0 || H > INT_MAX) return -1;
-  if (!(fp8_max > 0.0) || fp8_max > 448.0) return -1;  // also rejects NaN
+  // The largest finite value of the platform's format (e4m3fn 448, e4m3fnuz 240) bounds fp8_max.
+  constexpr double kFormatMax = KWIKI_PLATFORM_HIP ? 240.0 : 448.0;
+  if (!(fp8_max > 0.0) || fp8_max > kFormatMax) return -1;  // also rejects NaN
   if (rows == 0) return 0;
   constexpr int V = kwiki::vec_width<T>();
   // q rows start W-byte aligned when H is a multiple of W (and q 16-byte aligned).

@@ -57,7 +57,7 @@ fused_add_rms_norm_kernel(const T* __restrict__ x, T* __restrict__ residual, con
         }
       }
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       const int e = nacc * W + r;
       const T s = kwiki_from_float<T>(kwiki_to_float(xr[e]) + kwiki_to_float(rr[e]));
       rr[e] = s;
@@ -78,7 +78,7 @@ fused_add_rms_norm_kernel(const T* __restrict__ x, T* __restrict__ residual, con
         kwiki::store_f32<W>(outr + static_cast<long long>(a) * W, o);
       }
     }
-    if (r < tail) outr[nacc * W + r] = kwiki_from_float<T>(tv * rstd * kwiki_to_float(weight[nacc * W + r]));
+    if (W > 1 && r < tail) outr[nacc * W + r] = kwiki_from_float<T>(tv * rstd * kwiki_to_float(weight[nacc * W + r]));
   }
 }
 
@@ -114,7 +114,7 @@ fused_add_rms_norm_loop_kernel(const T* __restrict__ x, T* __restrict__ residual
         ss += f * f;
       }
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       const int e = nacc * W + r;
       const T s = kwiki_from_float<T>(kwiki_to_float(xr[e]) + kwiki_to_float(rr[e]));
       rr[e] = s;
@@ -134,7 +134,7 @@ fused_add_rms_norm_loop_kernel(const T* __restrict__ x, T* __restrict__ residual
       for (int j = 0; j < W; ++j) o[j] = v[j] * rstd * w[j];
       kwiki::store_f32<W>(outr + off, o);
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       const int e = nacc * W + r;
       outr[e] = kwiki_from_float<T>(kwiki_to_float(rr[e]) * rstd * kwiki_to_float(weight[e]));
     }

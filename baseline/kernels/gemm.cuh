@@ -406,29 +406,53 @@ gemv_mma_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __res
   }
 }
 
+// Per-thread state of the global -> shared copies: each thread moves chunk (tid & 3) of rows
+// (tid >> 2) and (tid >> 2) + 64 of both operand tiles; row pointers and predicates are fixed
+// for the whole K loop.
 template <typename T, bool kVec>
-__device__ __forceinline__ void load_tile(uint16_t* sA, uint16_t* sB, const T* __restrict__ x,
-                                          const T* __restrict__ w, int M, int N, int K, int m0,
-                                          int n0, int k0, int tid) {
+struct TileLoader {
+  const T* pa[2];
+  const T* pb[2];
+  bool oka[2], okb[2];
+  int kc, soff, K;
+  const T* x;
+  const T* w;
+
+  __device__ __forceinline__ TileLoader(const T* __restrict__ x_, const T* __restrict__ w_, int M, int N,
+                                        int K_, int m0, int n0, int tid) {
+    x = x_;
+    w = w_;
+    K = K_;
+    const int r = tid >> 2, c = tid & 3;
+    kc = c * 8;
+    soff = swz(r, c);  // row r + 64 sits 64 * 32 elements further (same swizzle phase)
 #pragma unroll
-  for (int i = 0; i < (BM * BK / 8) / kThreads; ++i) {  // 2 chunks of A and 2 of B per thread
-    const int id = tid + i * kThreads;
-    const int r = id >> 2, c = id & 3;
-    const int gk = k0 + c * 8;
-    const int gm = m0 + r, gn = n0 + r;
-    const bool okA = gm < M, okB = gn < N;
-    if constexpr (kVec) {  // K % 8 == 0: a chunk is wholly inside or wholly outside K
-      const bool inA = okA && gk < K, inB = okB && gk < K;
-      const T* srcA = inA ? x + (size_t)gm * K + gk : x;
-      const T* srcB = inB ? w + (size_t)gn * K + gk : w;
-      cp_async16(smem_u32(sA + swz(r, c)), srcA, inA ? 16 : 0);  // src-size 0: zero-fill
-      cp_async16(smem_u32(sB + swz(r, c)), srcB, inB ? 16 : 0);
-    } else {
-      *reinterpret_cast<uint4*>(sA + swz(r, c)) = gather8<T>(x + (size_t)(okA ? gm : 0) * K, gk, K, okA);
-      *reinterpret_cast<uint4*>(sB + swz(r, c)) = gather8<T>(w + (size_t)(okB ? gn : 0) * K, gk, K, okB);
+    for (int i = 0; i < 2; ++i) {
+      const int gm = m0 + r + 64 * i, gn = n0 + r + 64 * i;
+      oka[i] = gm < M;
+      okb[i] = gn < N;
+      pa[i] = x + (size_t)(oka[i] ? gm : 0) * K + kc;
+      pb[i] = w + (size_t)(okb[i] ? gn : 0) * K + kc;
     }
   }
-}
+
+  __device__ __forceinline__ void load(uint16_t* sA, uint16_t* sB, int k0) const {
+    const bool kin = k0 + kc < K;  // K % 8 == 0 on the vector path: a chunk is all in or all out
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      uint16_t* da = sA + soff + i * 64 * BK;
+      uint16_t* db = sB + soff + i * 64 * BK;
+      if constexpr (kVec) {
+        const bool ina = oka[i] && kin, inb = okb[i] && kin;
+        cp_async16(smem_u32(da), ina ? pa[i] + k0 : x, ina ? 16 : 0);  // src-size 0: zero-fill
+        cp_async16(smem_u32(db), inb ? pb[i] + k0 : w, inb ? 16 : 0);
+      } else {
+        *reinterpret_cast<uint4*>(da) = gather8<T>(pa[i] - kc, k0 + kc, K, oka[i]);
+        *reinterpret_cast<uint4*>(db) = gather8<T>(pb[i] - kc, k0 + kc, K, okb[i]);
+      }
+    }
+  }
+};
 
 template <typename T, bool kVec>
 __global__ void __launch_bounds__(kThreads, 2)
@@ -451,9 +475,10 @@ gemm_mma_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __res
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
 
+  const TileLoader<T, kVec> loader(x, w, M, N, K, m0, n0, tid);
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < KT) load_tile<T, kVec>(smem[s][0], smem[s][1], x, w, M, N, K, m0, n0, s * BK, tid);
+    if (s < KT) loader.load(smem[s][0], smem[s][1], s * BK);
     cp_async_commit();
   }
 
@@ -470,7 +495,7 @@ gemm_mma_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __res
       const int nk = kt + kStages - 1;
       if (nk < KT) {
         const int st = nk % kStages;
-        load_tile<T, kVec>(smem[st][0], smem[st][1], x, w, M, N, K, m0, n0, nk * BK, tid);
+        loader.load(smem[st][0], smem[st][1], nk * BK);
       }
       cp_async_commit();
     }

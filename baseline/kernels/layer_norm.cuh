@@ -42,7 +42,7 @@ layer_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T
         for (int j = 0; j < W; ++j) sum += v[i].get(j);
       }
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       tv = kwiki_to_float(xr[nacc * W + r]);
       sum += tv;
     }
@@ -59,7 +59,7 @@ layer_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T
         }
       }
     }
-    if (r < tail) sq += (tv - mean) * (tv - mean);
+    if (W > 1 && r < tail) sq += (tv - mean) * (tv - mean);
     const float rstd = rsqrtf(G::sum(sq) / hf + eps);
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
@@ -76,7 +76,7 @@ layer_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T
         kwiki::store_f32<W>(outr + off, o);
       }
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       const int e = nacc * W + r;
       outr[e] = kwiki_from_float<T>((tv - mean) * rstd * kwiki_to_float(weight[e]) + kwiki_to_float(bias[e]));
     }
@@ -103,7 +103,7 @@ layer_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
 #pragma unroll
       for (int j = 0; j < W; ++j) sum += v[j];
     }
-    if (r < tail) sum += kwiki_to_float(xr[nacc * W + r]);
+    if (W > 1 && r < tail) sum += kwiki_to_float(xr[nacc * W + r]);
     const float mean = kwiki::block_reduce_sum(sum) / hf;
     float sq = 0.f;
     for (int a = r; a < nacc; a += gs) {
@@ -112,7 +112,7 @@ layer_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
 #pragma unroll
       for (int j = 0; j < W; ++j) sq += (v[j] - mean) * (v[j] - mean);
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       const float d = kwiki_to_float(xr[nacc * W + r]) - mean;
       sq += d * d;
     }
@@ -130,7 +130,7 @@ layer_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
       for (int j = 0; j < W; ++j) o[j] = (v[j] - mean) * rstd * w[j] + b[j];
       kwiki::store_f32<W>(outr + off, o);
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       const int e = nacc * W + r;
       outr[e] = kwiki_from_float<T>((kwiki_to_float(xr[e]) - mean) * rstd * kwiki_to_float(weight[e]) + kwiki_to_float(bias[e]));
     }

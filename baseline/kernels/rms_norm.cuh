@@ -46,7 +46,7 @@ rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __rest
         }
       }
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       tv = kwiki_to_float(xr[nacc * W + r]);
       ss += tv * tv;
     }
@@ -64,7 +64,7 @@ rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __rest
         kwiki::store_f32<W>(outr + static_cast<long long>(a) * W, o);
       }
     }
-    if (r < tail) outr[nacc * W + r] = kwiki_from_float<T>(tv * rstd * kwiki_to_float(weight[nacc * W + r]));
+    if (W > 1 && r < tail) outr[nacc * W + r] = kwiki_from_float<T>(tv * rstd * kwiki_to_float(weight[nacc * W + r]));
   }
 }
 
@@ -86,7 +86,7 @@ rms_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* _
 #pragma unroll
       for (int j = 0; j < W; ++j) ss += v[j] * v[j];
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       const float t = kwiki_to_float(xr[nacc * W + r]);
       ss += t * t;
     }
@@ -102,7 +102,7 @@ rms_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* _
       for (int j = 0; j < W; ++j) o[j] = v[j] * rstd * w[j];
       kwiki::store_f32<W>(outr + static_cast<long long>(a) * W, o);
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       const int e = nacc * W + r;
       outr[e] = kwiki_from_float<T>(kwiki_to_float(xr[e]) * rstd * kwiki_to_float(weight[e]));
     }

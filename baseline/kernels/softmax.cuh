@@ -111,7 +111,7 @@ softmax_kernel(const T* __restrict__ x, T* __restrict__ out, long long rows, int
         for (int j = 0; j < W; ++j) m = fmaxf(m, v[i].get(j));
       }
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       tv = kwiki_to_float(xr[nacc * W + r]);
       m = fmaxf(m, tv);
     }
@@ -125,7 +125,7 @@ softmax_kernel(const T* __restrict__ x, T* __restrict__ out, long long rows, int
           for (int j = 0; j < W; ++j) s += expf(v[i].get(j) - m);
         }
       }
-      if (r < tail) s += expf(tv - m);
+      if (W > 1 && r < tail) s += expf(tv - m);
     }
     group_reduce<kWarpRow>(m, s);
     const float inv = 1.f / s;
@@ -139,7 +139,7 @@ softmax_kernel(const T* __restrict__ x, T* __restrict__ out, long long rows, int
         kwiki::store_f32<W>(outr + static_cast<long long>(a) * W, o);
       }
     }
-    if (r < tail) outr[nacc * W + r] = kwiki_from_float<T>(expf(tv - m) * inv);
+    if (W > 1 && r < tail) outr[nacc * W + r] = kwiki_from_float<T>(expf(tv - m) * inv);
   }
 }
 
@@ -162,7 +162,7 @@ softmax_loop_kernel(const T* __restrict__ x, T* __restrict__ out, long long rows
       kwiki::load_f32<W>(xr + static_cast<long long>(a) * W, f);
       accumulate<W>(m, s, f);
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       const float f[1] = {kwiki_to_float(xr[nacc * W + r])};
       accumulate<1>(m, s, f);
     }
@@ -177,7 +177,7 @@ softmax_loop_kernel(const T* __restrict__ x, T* __restrict__ out, long long rows
       for (int j = 0; j < W; ++j) o[j] = expf(f[j] - m) * inv;
       kwiki::store_f32<W>(outr + off, o);
     }
-    if (r < tail) {
+    if (W > 1 && r < tail) {
       const int e = nacc * W + r;
       outr[e] = kwiki_from_float<T>(expf(kwiki_to_float(xr[e]) - m) * inv);
     }
