@@ -11,6 +11,7 @@
 
 #include "kwiki/answer.hpp"
 #include "kwiki/baseline.hpp"
+#include "kwiki/mcp.hpp"
 #include "kwiki/memory.hpp"
 #include "kwiki/util.hpp"
 #include "kwiki/error.hpp"
@@ -497,6 +498,9 @@ int main(int argc, char** argv) {
   memory->add_option("--set", memory_args.sets, "field.path=value (JSON when it parses: numbers, true, null, \"text\"; else text)");
   memory->add_flag("--include-masked", memory_args.include_masked, "read a masked version");
 
+  auto* mcp = app.add_subcommand("mcp", "serve kwiki to an MCP client over stdio (tools: query, hardware, get, plan)");
+
+  for (auto* sub : {mcp}) sub->add_option("--index", index_option, "index folder");
   for (auto* sub : {baseline, memory}) {
     sub->add_flag("--json", out.json, "print JSON");
     sub->add_flag("--text", out.text, "print text");
@@ -532,6 +536,12 @@ int main(int argc, char** argv) {
       return run_util(util_request, index_option, out);
     }
     if (*memory) return run_memory(memory_args, out);
+    if (*mcp) {
+      kwiki::QueryEngine engine = open_engine(index_option);
+      kwiki::McpServer server(engine);
+      server.serve(std::cin, std::cout);
+      return kExitOk;
+    }
     if (*plan) {
       plan_request.dry_run = !no_dry_run;
       return run_plan(plan_request, plan_shapes, index_option, out);

@@ -335,6 +335,15 @@ struct RowGroup {
 
 /// Register capacity of the row kernels: elements per thread (so 16 x 1024 = 16384 per row).
 constexpr int kRowRegElems = 16;
+
+/// Most W-element accesses a thread keeps in registers: 16 elements on the vector path; the
+/// scalar fallback (rows that do not start 16-byte aligned) keeps 4 (4096 a row) and leaves
+/// longer rows to the looping kernel, whose re-read hits L2: at 8 or 16 scalars a thread
+/// ptxas trades a few bytes of spills for 32 registers.
+template <int W>
+__host__ __device__ constexpr int max_vpt() {
+  return W == 1 ? 4 : kRowRegElems / W;
+}
 /// Largest block.
 constexpr int kMaxBlock = 1024;
 /// Most blocks launched; the kernels loop over rows beyond it (keeps grid x block < 2^32 on HIP).
@@ -353,7 +362,7 @@ inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 /// The launch plan for `rows` rows of `nacc` W-element accesses each.
 /// - nacc <= warp size: one warp per row, 256 threads per block (several rows per block);
-/// - nacc <= 1024 * (kRowRegElems / W): one row per block, kept in registers; vpt the smallest
+/// - nacc <= 1024 * max_vpt<W>(): one row per block, kept in registers; vpt the smallest
 ///   power of two that fits, the block the fewest whole warps that cover the row;
 /// - longer: one row per block of 1024 threads, the row re-read from L2 (vpt = 0).
 template <int W>
@@ -365,9 +374,8 @@ inline RowLaunch plan_row_launch(long long nacc, long long rows) {
     L.block = 256;
     L.grid = ceil_div(rows, L.block / KWIKI_WARP_SIZE);
   } else {
-    constexpr int max_vpt = kRowRegElems / W;
     int vpt = 1;
-    while (vpt < max_vpt && nacc > static_cast<long long>(vpt) * kMaxBlock) vpt *= 2;
+    while (vpt < max_vpt<W>() && nacc > static_cast<long long>(vpt) * kMaxBlock) vpt *= 2;
     if (nacc > static_cast<long long>(vpt) * kMaxBlock) {
       L.vpt = 0;
       L.block = kMaxBlock;
@@ -386,7 +394,7 @@ template <int V>
 using int_c = std::integral_constant<int, V>;
 
 /// Calls f(int_c<VPT>{}, std::bool_constant<kWarpRow>{}) for the plan: VPT in 1, 2, 4, 8, 16
-/// (only those with W * VPT <= kRowRegElems are instantiated), VPT = 0 for the loop kernel.
+/// (only those up to max_vpt<W>() are instantiated), VPT = 0 for the loop kernel.
 template <int W, typename F>
 inline void dispatch_row(const RowLaunch& L, F&& f) {
   if (L.warp_row) {
@@ -395,10 +403,10 @@ inline void dispatch_row(const RowLaunch& L, F&& f) {
   }
   switch (L.vpt) {
     case 1: f(int_c<1>{}, std::false_type{}); break;
-    case 2: if constexpr (W * 2 <= kRowRegElems) f(int_c<2>{}, std::false_type{}); break;
-    case 4: if constexpr (W * 4 <= kRowRegElems) f(int_c<4>{}, std::false_type{}); break;
-    case 8: if constexpr (W * 8 <= kRowRegElems) f(int_c<8>{}, std::false_type{}); break;
-    case 16: if constexpr (W * 16 <= kRowRegElems) f(int_c<16>{}, std::false_type{}); break;
+    case 2: if constexpr (2 <= max_vpt<W>()) f(int_c<2>{}, std::false_type{}); break;
+    case 4: if constexpr (4 <= max_vpt<W>()) f(int_c<4>{}, std::false_type{}); break;
+    case 8: if constexpr (8 <= max_vpt<W>()) f(int_c<8>{}, std::false_type{}); break;
+    case 16: if constexpr (16 <= max_vpt<W>()) f(int_c<16>{}, std::false_type{}); break;
     default: f(int_c<0>{}, std::false_type{}); break;
   }
 }
