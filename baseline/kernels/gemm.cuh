@@ -14,7 +14,10 @@
 //   * HIP (CDNA3 gfx942, CDNA4 gfx950): MFMA 32x32x8 (gfx950: 32x32x16) with fp32
 //     accumulators, 256 threads = 4 wave64s of 64x64, block tile 128x128x32 through padded
 //     LDS, global loads for tile k+1 in registers while tile k is multiplied.
-//   * M <= 16 (decode GEMV / small batch): a memory-bound "skinny" kernel on CUDA cores that
+//   * CUDA, 16-bit types, M <= 64 (decode GEMV / small batches): gemv_mma_kernel, tensor cores
+//     fed straight from global memory (no smem staging), 16 output columns per block, K split
+//     over the block's 8 warps, w streamed once with 16-byte loads, many blocks in flight.
+//   * HIP and KWIKI_T = float, M <= 16: a memory-bound "skinny" kernel on CUDA cores that
 //     streams w once with 16-byte loads, 4 output columns per warp, K split over 2 warps.
 //   * KWIKI_T = float: a plain tiled SIMT kernel (no tensor cores, exact fp32).
 //   * K % (16 / sizeof(T)) != 0 or pointers not 16-byte aligned: the same kernels with

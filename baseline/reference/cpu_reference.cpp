@@ -1,0 +1,375 @@
+// cpu_reference.cpp: fp64 CPU references of the kwiki V0 kernel patterns (see the header).
+#include "cpu_reference.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace kwiki::reference {
+namespace {
+
+/// Throws std::invalid_argument when `actual` is not `expected`.
+void expect_size(const char* what, std::size_t actual, std::size_t expected) {
+  if (actual != expected)
+    throw std::invalid_argument(std::string(what) + ": expected " + std::to_string(expected) + " elements, got " +
+                                std::to_string(actual));
+}
+
+/// q rounded to the nearest integer, ties to even (independent of the FP rounding mode).
+double round_half_even(double q) {
+  const double f = std::floor(q);
+  const double d = q - f;
+  if (d > 0.5) return f + 1.0;
+  if (d < 0.5) return f;
+  return std::fmod(f, 2.0) == 0.0 ? f : f + 1.0;
+}
+
+/// a >= 0 rounded to a binary grid with `mant_bits` explicit mantissa bits and smallest normal
+/// exponent `emin` (subnormals below 2^emin share the spacing 2^(emin - mant_bits)), ties to
+/// even. No overflow handling.
+double round_to_grid(double a, int mant_bits, int emin) {
+  if (a == 0.0) return 0.0;
+  int e = 0;
+  std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1): floor(log2 a) = e - 1
+  const int binade = std::max(e - 1, emin);
+  const double spacing = std::ldexp(1.0, binade - mant_bits);
+  return round_half_even(a / spacing) * spacing;
+}
+
+double silu(double g) { return g / (1.0 + std::exp(-g)); }
+
+double gelu_tanh(double g) {
+  const double k_beta = std::sqrt(2.0 / std::acos(-1.0));
+  return 0.5 * g * (1.0 + std::tanh(k_beta * (g + 0.044715 * g * g * g)));
+}
+
+template <typename F>
+std::vector<double> gated(const std::vector<float>& x, std::size_t rows, std::size_t inter, F act) {
+  expect_size("gated x", x.size(), rows * 2 * inter);
+  std::vector<double> out(rows * inter);
+  for (std::size_t t = 0; t < rows; ++t)
+    for (std::size_t i = 0; i < inter; ++i)
+      out[t * inter + i] = act(static_cast<double>(x[t * 2 * inter + i])) * static_cast<double>(x[t * 2 * inter + inter + i]);
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Storage roundings
+// ---------------------------------------------------------------------------------------------
+
+float round_to_bf16(float v) {
+  if (std::isnan(v)) return v;
+  std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
+  bits += 0x7fffu + ((bits >> 16) & 1u);  // nearest even on the 16 dropped bits
+  bits &= 0xffff0000u;
+  return std::bit_cast<float>(bits);
+}
+
+float round_to_fp16(float v) {
+  if (std::isnan(v) || std::isinf(v)) return v;
+  const double a = std::fabs(static_cast<double>(v));
+  // 65520 is the midpoint between 65504 (the largest half) and 65536: it and above round to inf.
+  double r = a >= 65520.0 ? std::numeric_limits<double>::infinity() : round_to_grid(a, 10, -14);
+  if (std::signbit(v)) r = -r;
+  return static_cast<float>(r);
+}
+
+float round_to(StoreType type, float v) {
+  switch (type) {
+    case StoreType::kBFloat16: return round_to_bf16(v);
+    case StoreType::kFloat16: return round_to_fp16(v);
+    case StoreType::kFloat32: break;
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// FP8 E4M3
+// ---------------------------------------------------------------------------------------------
+
+float fp8_max_value(bool fnuz) { return fnuz ? 240.0f : 448.0f; }
+
+float fp8_round(float x, bool fnuz) {
+  if (std::isnan(x)) return std::numeric_limits<float>::quiet_NaN();
+  const double max_v = fp8_max_value(fnuz);
+  const double a = std::fabs(static_cast<double>(x));
+  // Below max the rounded value cannot exceed max (max is on the grid); at or above, saturate.
+  const double r = a >= max_v ? max_v : round_to_grid(a, 3, fnuz ? -7 : -6);
+  if (r == 0.0) return (fnuz || !std::signbit(x)) ? 0.0f : -0.0f;
+  return static_cast<float>(std::signbit(x) ? -r : r);
+}
+
+std::uint8_t fp8_encode(float x, bool fnuz) {
+  if (std::isnan(x)) return fnuz ? 0x80 : 0x7f;
+  const float r = fp8_round(x, fnuz);
+  const std::uint8_t sign = std::signbit(r) ? 0x80 : 0x00;
+  const double a = std::fabs(static_cast<double>(r));
+  if (a == 0.0) return sign;  // fnuz: fp8_round never returns -0
+  const int bias = fnuz ? 8 : 7;
+  const int emin = 1 - bias;
+  int e = 0;
+  std::frexp(a, &e);
+  const int ex = e - 1;  // floor(log2 a)
+  if (ex < emin) {       // subnormal: a = m * 2^(emin - 3)
+    const int m = static_cast<int>(std::ldexp(a, 3 - emin));
+    return static_cast<std::uint8_t>(sign | m);
+  }
+  const int m = static_cast<int>(std::ldexp(a, 3 - ex)) - 8;  // a = (8 + m) * 2^(ex - 3)
+  return static_cast<std::uint8_t>(sign | ((ex + bias) << 3) | m);
+}
+
+float fp8_decode(std::uint8_t byte, bool fnuz) {
+  if (fnuz ? byte == 0x80 : (byte & 0x7f) == 0x7f) return std::numeric_limits<float>::quiet_NaN();
+  const int bias = fnuz ? 8 : 7;
+  const int e = (byte >> 3) & 0xf;
+  const int m = byte & 0x7;
+  const double v = e == 0 ? std::ldexp(static_cast<double>(m), 1 - bias - 3) : std::ldexp(static_cast<double>(8 + m), e - bias - 3);
+  return static_cast<float>((byte & 0x80) ? -v : v);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row patterns
+// ---------------------------------------------------------------------------------------------
+
+std::vector<double> rms_norm(const std::vector<float>& x, const std::vector<float>& weight, std::size_t rows, std::size_t cols,
+                             double eps) {
+  expect_size("rms_norm x", x.size(), rows * cols);
+  expect_size("rms_norm weight", weight.size(), cols);
+  std::vector<double> out(rows * cols);
+  for (std::size_t t = 0; t < rows; ++t) {
+    const float* xr = x.data() + t * cols;
+    double ss = 0.0;
+    for (std::size_t j = 0; j < cols; ++j) ss += static_cast<double>(xr[j]) * xr[j];
+    const double rstd = 1.0 / std::sqrt(ss / static_cast<double>(cols) + eps);
+    for (std::size_t j = 0; j < cols; ++j) out[t * cols + j] = xr[j] * rstd * weight[j];
+  }
+  return out;
+}
+
+FusedAddRmsNormResult fused_add_rms_norm(const std::vector<float>& x, const std::vector<float>& residual,
+                                         const std::vector<float>& weight, std::size_t rows, std::size_t cols, double eps,
+                                         StoreType residual_type) {
+  expect_size("fused_add_rms_norm x", x.size(), rows * cols);
+  expect_size("fused_add_rms_norm residual", residual.size(), rows * cols);
+  FusedAddRmsNormResult r;
+  r.residual.resize(rows * cols);
+  for (std::size_t i = 0; i < rows * cols; ++i) {
+    // The sum of two floats is exact in double; rounding it to float is the kernel's fp32 add.
+    const float sum32 = static_cast<float>(static_cast<double>(x[i]) + static_cast<double>(residual[i]));
+    r.residual[i] = round_to(residual_type, sum32);
+  }
+  r.out = rms_norm(r.residual, weight, rows, cols, eps);
+  return r;
+}
+
+std::vector<double> layer_norm(const std::vector<float>& x, const std::vector<float>& weight, const std::vector<float>& bias,
+                               std::size_t rows, std::size_t cols, double eps) {
+  expect_size("layer_norm x", x.size(), rows * cols);
+  expect_size("layer_norm weight", weight.size(), cols);
+  expect_size("layer_norm bias", bias.size(), cols);
+  std::vector<double> out(rows * cols);
+  for (std::size_t t = 0; t < rows; ++t) {
+    const float* xr = x.data() + t * cols;
+    double sum = 0.0;
+    for (std::size_t j = 0; j < cols; ++j) sum += xr[j];
+    const double mean = sum / static_cast<double>(cols);
+    double sq = 0.0;
+    for (std::size_t j = 0; j < cols; ++j) sq += (xr[j] - mean) * (xr[j] - mean);
+    const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(cols) + eps);
+    for (std::size_t j = 0; j < cols; ++j) out[t * cols + j] = (xr[j] - mean) * rstd * weight[j] + bias[j];
+  }
+  return out;
+}
+
+std::vector<double> softmax(const std::vector<float>& x, std::size_t rows, std::size_t cols) {
+  expect_size("softmax x", x.size(), rows * cols);
+  std::vector<double> out(rows * cols);
+  for (std::size_t t = 0; t < rows; ++t) {
+    const float* xr = x.data() + t * cols;
+    double m = -std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < cols; ++j) m = std::max(m, static_cast<double>(xr[j]));
+    double s = 0.0;
+    for (std::size_t j = 0; j < cols; ++j) s += std::exp(xr[j] - m);
+    for (std::size_t j = 0; j < cols; ++j) out[t * cols + j] = std::exp(xr[j] - m) / s;
+  }
+  return out;
+}
+
+std::vector<double> silu_and_mul(const std::vector<float>& x, std::size_t rows, std::size_t inter) {
+  return gated(x, rows, inter, silu);
+}
+
+std::vector<double> gelu_and_mul(const std::vector<float>& x, std::size_t rows, std::size_t inter) {
+  return gated(x, rows, inter, gelu_tanh);
+}
+
+Fp8QuantResult fp8_quant(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool fnuz) {
+  expect_size("fp8_quant x", x.size(), rows * cols);
+  const double max_v = fp8_max_value(fnuz);
+  Fp8QuantResult r;
+  r.q.resize(rows * cols);
+  r.dequant.resize(rows * cols);
+  r.scales.resize(rows);
+  for (std::size_t t = 0; t < rows; ++t) {
+    const float* xr = x.data() + t * cols;
+    double amax = 0.0;
+    for (std::size_t j = 0; j < cols; ++j) amax = std::max(amax, std::fabs(static_cast<double>(xr[j])));
+    // amax is a float and 1e-12 is taken as the fp32 constant the kernel uses.
+    const float scale = static_cast<float>(std::max(amax, static_cast<double>(1e-12f)) / max_v);
+    r.scales[t] = scale;
+    for (std::size_t j = 0; j < cols; ++j) {
+      // The quotient of two floats rounded from double to float is the fp32 division exactly
+      // (double carries more than 2 x 24 + 2 bits), so this is the kernel's x / scale.
+      const float ratio = static_cast<float>(static_cast<double>(xr[j]) / static_cast<double>(scale));
+      const float q = fp8_round(static_cast<float>(std::clamp(static_cast<double>(ratio), -max_v, max_v)), fnuz);
+      r.q[t * cols + j] = q;
+      r.dequant[t * cols + j] = static_cast<double>(q) * scale;
+    }
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// MoE gating, GEMM, paged decode attention
+// ---------------------------------------------------------------------------------------------
+
+MoeGatingResult moe_gating(const std::vector<float>& gating, std::size_t rows, std::size_t experts, std::size_t k, bool renormalize) {
+  expect_size("moe_gating gating", gating.size(), rows * experts);
+  if (k == 0 || k > experts) throw std::invalid_argument("moe_gating: need 1 <= k <= experts");
+  MoeGatingResult r;
+  r.weights.resize(rows * k);
+  r.ids.resize(rows * k);
+  const std::vector<double> probs = softmax(gating, rows, experts);
+  std::vector<std::int32_t> order(experts);
+  for (std::size_t t = 0; t < rows; ++t) {
+    const double* p = probs.data() + t * experts;
+    std::iota(order.begin(), order.end(), 0);
+    // Stable: among equal probabilities the lower id (earlier in `order`) stays first.
+    std::stable_sort(order.begin(), order.end(), [p](std::int32_t a, std::int32_t b) { return p[a] > p[b]; });
+    double sum = 0.0;
+    for (std::size_t j = 0; j < k; ++j) sum += p[order[j]];
+    for (std::size_t j = 0; j < k; ++j) {
+      r.ids[t * k + j] = order[j];
+      r.weights[t * k + j] = renormalize ? p[order[j]] / sum : p[order[j]];
+    }
+  }
+  return r;
+}
+
+std::vector<double> gemm(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& bias, std::size_t M,
+                         std::size_t N, std::size_t K) {
+  expect_size("gemm x", x.size(), M * K);
+  expect_size("gemm w", w.size(), N * K);
+  if (!bias.empty()) expect_size("gemm bias", bias.size(), N);
+  std::vector<double> out(M * N);
+  for (std::size_t m = 0; m < M; ++m)
+    for (std::size_t n = 0; n < N; ++n) {
+      double acc = bias.empty() ? 0.0 : static_cast<double>(bias[n]);
+      for (std::size_t kk = 0; kk < K; ++kk) acc += static_cast<double>(x[m * K + kk]) * w[n * K + kk];
+      out[m * N + n] = acc;
+    }
+  return out;
+}
+
+std::vector<double> paged_decode_attention(const std::vector<float>& query, const std::vector<float>& key_cache,
+                                           const std::vector<float>& value_cache, const std::vector<std::int32_t>& block_tables,
+                                           const std::vector<std::int32_t>& seq_lens, const PagedAttentionShape& s, double scale) {
+  const std::size_t B = s.batch, Hq = s.q_heads, Hkv = s.kv_heads, D = s.head_size, P = s.page_size, MB = s.max_pages;
+  if (Hkv == 0 || Hq % Hkv != 0) throw std::invalid_argument("paged_decode_attention: kv_heads must divide q_heads");
+  if (P == 0 || D == 0) throw std::invalid_argument("paged_decode_attention: page_size and head_size must be positive");
+  expect_size("paged_decode_attention query", query.size(), B * Hq * D);
+  const std::size_t page_elems = P * Hkv * D;
+  if (key_cache.size() % page_elems != 0) throw std::invalid_argument("paged_decode_attention: key_cache is not whole pages");
+  const std::size_t NB = key_cache.size() / page_elems;
+  expect_size("paged_decode_attention value_cache", value_cache.size(), NB * page_elems);
+  expect_size("paged_decode_attention block_tables", block_tables.size(), B * MB);
+  expect_size("paged_decode_attention seq_lens", seq_lens.size(), B);
+  const std::size_t group = Hq / Hkv;
+  std::vector<double> out(B * Hq * D, 0.0);
+  std::vector<double> scores;
+  std::vector<std::size_t> rows;  // offset of token t's [Hkv, D] slab in the caches
+  for (std::size_t b = 0; b < B; ++b) {
+    if (seq_lens[b] < 0) throw std::invalid_argument("paged_decode_attention: negative seq_len");
+    const std::size_t L = static_cast<std::size_t>(seq_lens[b]);
+    if (L > MB * P) throw std::invalid_argument("paged_decode_attention: seq_len exceeds the block table");
+    rows.resize(L);
+    for (std::size_t t = 0; t < L; ++t) {
+      const std::int32_t page = block_tables[b * MB + t / P];
+      if (page < 0 || static_cast<std::size_t>(page) >= NB) throw std::invalid_argument("paged_decode_attention: page out of range");
+      rows[t] = (static_cast<std::size_t>(page) * P + t % P) * Hkv * D;
+    }
+    for (std::size_t h = 0; h < Hq; ++h) {
+      if (L == 0) continue;  // zeros
+      const std::size_t kvh = h / group;
+      const float* q = query.data() + (b * Hq + h) * D;
+      scores.assign(L, 0.0);
+      double m = -std::numeric_limits<double>::infinity();
+      for (std::size_t t = 0; t < L; ++t) {
+        const float* k = key_cache.data() + rows[t] + kvh * D;
+        double dot = 0.0;
+        for (std::size_t d = 0; d < D; ++d) dot += static_cast<double>(q[d]) * k[d];
+        scores[t] = dot * scale;
+        m = std::max(m, scores[t]);
+      }
+      double sum = 0.0;
+      for (double& sc : scores) {
+        sc = std::exp(sc - m);
+        sum += sc;
+      }
+      double* o = out.data() + (b * Hq + h) * D;
+      for (std::size_t t = 0; t < L; ++t) {
+        const float* v = value_cache.data() + rows[t] + kvh * D;
+        const double p = scores[t] / sum;
+        for (std::size_t d = 0; d < D; ++d) o[d] += p * v[d];
+      }
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cross-lane reductions, emulated
+// ---------------------------------------------------------------------------------------------
+
+std::vector<float> wave_butterfly_emulated(const std::vector<float>& lanes, int warp_size, bool max) {
+  if (warp_size <= 0 || (warp_size & (warp_size - 1)) != 0)
+    throw std::invalid_argument("wave_butterfly_emulated: warp_size must be a power of two");
+  expect_size("wave_butterfly_emulated lanes", lanes.size(), static_cast<std::size_t>(warp_size));
+  std::vector<float> v = lanes;
+  std::vector<float> next(v.size());
+  for (int offset = warp_size / 2; offset > 0; offset >>= 1) {
+    // All lanes read their partner's value from before this step (one shuffle), then update.
+    for (int i = 0; i < warp_size; ++i) {
+      const float own = v[static_cast<std::size_t>(i)];
+      const float other = v[static_cast<std::size_t>(i ^ offset)];
+      next[static_cast<std::size_t>(i)] = max ? (other > own ? other : own) : own + other;  // fp32, as on the device
+    }
+    v.swap(next);
+  }
+  return v;
+}
+
+float wave_reduce_emulated(const std::vector<float>& lanes, int warp_size) { return wave_butterfly_emulated(lanes, warp_size).front(); }
+
+float block_reduce_emulated(const std::vector<float>& threads, int warp_size) {
+  if (warp_size <= 0 || threads.empty() || threads.size() % static_cast<std::size_t>(warp_size) != 0 || threads.size() > 1024)
+    throw std::invalid_argument("block_reduce_emulated: the block must be whole warps, at most 1024 threads");
+  const std::size_t ws = static_cast<std::size_t>(warp_size);
+  const std::size_t num_warps = threads.size() / ws;
+  if (num_warps > ws) throw std::invalid_argument("block_reduce_emulated: more warps than lanes in warp 0");
+  std::vector<float> partial(ws, 0.0f);  // lanes >= num_warps read 0
+  for (std::size_t w = 0; w < num_warps; ++w) {
+    const std::vector<float> lanes(threads.begin() + static_cast<std::ptrdiff_t>(w * ws),
+                                   threads.begin() + static_cast<std::ptrdiff_t>((w + 1) * ws));
+    partial[w] = wave_reduce_emulated(lanes, warp_size);
+  }
+  return wave_reduce_emulated(partial, warp_size);
+}
+
+}  // namespace kwiki::reference

@@ -1,0 +1,151 @@
+// cpu_reference.hpp: fp64 CPU references of the kwiki V0 kernel patterns.
+//
+// Every reference takes float inputs (what the device tensors hold once converted to fp32),
+// computes in double and returns double outputs, so a kernel's result can be compared with
+// a tolerance against values carrying no rounding of their own. Where a pattern's semantics
+// include a rounding the kernel must reproduce (the in-place residual of fused_add_rms_norm,
+// the fp32 scale and the fp8 grid of fp8_quant), the reference applies that same rounding.
+// Plain C++20, no GPU code. Sizes are checked; a mismatch throws std::invalid_argument.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace kwiki::reference {
+
+// ---------------------------------------------------------------------------------------------
+// Storage roundings
+// ---------------------------------------------------------------------------------------------
+
+/// The element type a tensor is stored in (what a kernel rounds to at a store).
+enum class StoreType { kFloat32, kBFloat16, kFloat16 };
+
+/// v rounded to bfloat16 (nearest even; NaN stays NaN, overflow goes to +-inf).
+float round_to_bf16(float v);
+/// v rounded to IEEE binary16 (nearest even, subnormals kept; overflow goes to +-inf).
+float round_to_fp16(float v);
+/// v rounded to `type` (identity for kFloat32).
+float round_to(StoreType type, float v);
+
+// ---------------------------------------------------------------------------------------------
+// FP8 E4M3
+// ---------------------------------------------------------------------------------------------
+
+/// Largest finite value: 448 for e4m3fn (OCP, NVIDIA), 240 for e4m3fnuz (AMD CDNA3).
+float fp8_max_value(bool fnuz);
+
+/// x rounded to the fp8 E4M3 grid, exactly: round to nearest even, saturating to +-max
+/// (+-inf saturate too). e4m3fn: bias 7, smallest subnormal 2^-9, signed zeros kept.
+/// e4m3fnuz: bias 8, smallest subnormal 2^-10, no negative zero (anything that rounds to zero
+/// is +0). NaN stays NaN.
+float fp8_round(float x, bool fnuz);
+
+/// The fp8 byte of x (same rounding as fp8_round). NaN encodes as 0x7f (e4m3fn) or 0x80
+/// (e4m3fnuz, its only NaN).
+std::uint8_t fp8_encode(float x, bool fnuz);
+
+/// The value of an fp8 byte. e4m3fn: 0x7f and 0xff are NaN, 0x80 is -0. e4m3fnuz: 0x80 is NaN.
+float fp8_decode(std::uint8_t byte, bool fnuz);
+
+// ---------------------------------------------------------------------------------------------
+// Row patterns ([rows, cols] row-major)
+// ---------------------------------------------------------------------------------------------
+
+/// out = x / sqrt(mean(x^2) + eps) * weight, per row.
+std::vector<double> rms_norm(const std::vector<float>& x, const std::vector<float>& weight, std::size_t rows, std::size_t cols,
+                             double eps);
+
+/// The two results of fused_add_rms_norm.
+struct FusedAddRmsNormResult {
+  std::vector<double> out;     ///< the normalized rows
+  std::vector<float> residual; ///< x + residual, rounded to fp32 then to the residual's store type
+};
+
+/// residual' = round(x + residual) (the sum in fp32, then rounded to `residual_type`, as the
+/// kernel stores it in place); out = residual' / sqrt(mean(residual'^2) + eps) * weight.
+FusedAddRmsNormResult fused_add_rms_norm(const std::vector<float>& x, const std::vector<float>& residual,
+                                         const std::vector<float>& weight, std::size_t rows, std::size_t cols, double eps,
+                                         StoreType residual_type = StoreType::kFloat32);
+
+/// out = (x - mean) / sqrt(var + eps) * weight + bias, var the population variance.
+std::vector<double> layer_norm(const std::vector<float>& x, const std::vector<float>& weight, const std::vector<float>& bias,
+                               std::size_t rows, std::size_t cols, double eps);
+
+/// Max-subtracted softmax of each row.
+std::vector<double> softmax(const std::vector<float>& x, std::size_t rows, std::size_t cols);
+
+/// x is [rows, 2 * inter] (gate half first); out[t, i] = silu(x[t, i]) * x[t, inter + i].
+std::vector<double> silu_and_mul(const std::vector<float>& x, std::size_t rows, std::size_t inter);
+
+/// As silu_and_mul with gelu, tanh form: 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
+std::vector<double> gelu_and_mul(const std::vector<float>& x, std::size_t rows, std::size_t inter);
+
+/// The results of fp8_quant.
+struct Fp8QuantResult {
+  std::vector<float> q;        ///< the fp8 values (on the fp8 grid), [rows, cols]
+  std::vector<float> scales;   ///< per row, fp32: max(amax, 1e-12) / fp8_max rounded to fp32
+  std::vector<double> dequant; ///< q * scale, [rows, cols]
+};
+
+/// Per-row dynamic fp8 quantization: scale = fp32(max(amax, 1e-12) / fp8_max), as the kernel
+/// stores it; q = fp8_round(clamp(x / scale, -fp8_max, fp8_max)) with x / scale rounded to fp32
+/// as the kernel divides, so q is the kernel's q exactly. fp8_max is fp8_max_value(fnuz).
+Fp8QuantResult fp8_quant(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool fnuz);
+
+// ---------------------------------------------------------------------------------------------
+// MoE gating, GEMM, paged decode attention
+// ---------------------------------------------------------------------------------------------
+
+/// The results of moe_gating.
+struct MoeGatingResult {
+  std::vector<double> weights;     ///< [rows, k], descending per row
+  std::vector<std::int32_t> ids;   ///< [rows, k], expert ids
+};
+
+/// Softmax over the experts of each row, the k largest probabilities in descending order (equal
+/// probabilities: the lower expert id first), divided by their sum when renormalize.
+MoeGatingResult moe_gating(const std::vector<float>& gating, std::size_t rows, std::size_t experts, std::size_t k, bool renormalize);
+
+/// out[m, n] = sum_k x[m, k] * w[n, k] + bias[n]: x [M, K], w [N, K] (out = x w^T + b).
+/// An empty bias means none.
+std::vector<double> gemm(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& bias, std::size_t M,
+                         std::size_t N, std::size_t K);
+
+/// Sizes of paged decode attention.
+struct PagedAttentionShape {
+  std::size_t batch = 0;        ///< B: sequences, one query token each
+  std::size_t q_heads = 0;      ///< Hq
+  std::size_t kv_heads = 0;     ///< Hkv (divides Hq; query head h reads KV head h / (Hq / Hkv))
+  std::size_t head_size = 0;    ///< D
+  std::size_t page_size = 0;    ///< P: tokens per cache block
+  std::size_t max_pages = 0;    ///< MB: columns of block_tables
+};
+
+/// out[b, h, :] = softmax_t(scale * q[b, h] . k_t) v_t over the seq_lens[b] cached tokens of
+/// sequence b; token t lives in cache block block_tables[b, t / P], slot t % P. query
+/// [B, Hq, D], key_cache / value_cache [NB, P, Hkv, D] (NB from their size), block_tables
+/// [B, MB], seq_lens [B]. A sequence of length 0 gives zeros.
+std::vector<double> paged_decode_attention(const std::vector<float>& query, const std::vector<float>& key_cache,
+                                           const std::vector<float>& value_cache, const std::vector<std::int32_t>& block_tables,
+                                           const std::vector<std::int32_t>& seq_lens, const PagedAttentionShape& shape, double scale);
+
+// ---------------------------------------------------------------------------------------------
+// Cross-lane reductions, emulated
+// ---------------------------------------------------------------------------------------------
+
+/// Every lane's value after the butterfly of kwiki::warp_reduce_sum (or _max): for offset =
+/// warp_size / 2 down to 1, lane i adds (or maxes) the value of lane i ^ offset, in fp32, in
+/// that order, as kwiki_shfl_xor does on the device. lanes.size() must equal warp_size, a
+/// power of two (32 for CUDA warps, 64 for CDNA wavefronts).
+std::vector<float> wave_butterfly_emulated(const std::vector<float>& lanes, int warp_size, bool max = false);
+
+/// Lane 0's result of the emulated butterfly sum (every lane holds the same value).
+float wave_reduce_emulated(const std::vector<float>& lanes, int warp_size);
+
+/// kwiki::block_reduce_sum emulated: a butterfly per warp, warp w's total in partial[w], then
+/// warp 0 reduces partial[lane] (0 for lanes >= the number of warps) with the same butterfly.
+/// threads.size() must be a multiple of warp_size and at most 1024.
+float block_reduce_emulated(const std::vector<float>& threads, int warp_size);
+
+}  // namespace kwiki::reference
