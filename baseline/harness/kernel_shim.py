@@ -60,52 +60,60 @@ class Model(torch.nn.Module):
         self.ref = _reference.Model(**init_kwargs)
 
     def forward(self, **inputs):
+        launch, outputs = self.prepare(**inputs)
+        launch()
+        return outputs
+
+    def prepare(self, **inputs):
+        """Allocates the (poisoned) outputs and returns (launch, outputs): launch() enqueues only
+        the kernel, so a harness can time it alone (or capture it in a graph)."""
         r = self.ref
         if PATTERN in ("rms_norm", "layer_norm", "softmax"):
             (x,) = inputs.values()
             t, h = x.reshape(-1, x.shape[-1]).shape
             out = _poisoned(x.shape, x.dtype, x.device)
             if PATTERN == "rms_norm":
-                _launch([x, r.weight, out], [t, h], [r.eps])
+                launch = lambda: _launch([x, r.weight, out], [t, h], [r.eps])
             elif PATTERN == "layer_norm":
-                _launch([x, r.weight, r.bias, out], [t, h], [r.eps])
+                launch = lambda: _launch([x, r.weight, r.bias, out], [t, h], [r.eps])
             else:
-                _launch([x, out], [t, h])
-            return out
+                launch = lambda: _launch([x, out], [t, h])
+            return launch, out
         if PATTERN == "fused_add_rms_norm":
             x, residual = inputs["x"], inputs["residual"]
             t, h = x.reshape(-1, x.shape[-1]).shape
             out = _poisoned(x.shape, x.dtype, x.device)
-            _launch([x, residual, r.weight, out], [t, h], [r.eps])
-            return out, residual
+            launch = lambda: _launch([x, residual, r.weight, out], [t, h], [r.eps])
+            return launch, (out, residual)
         if PATTERN in ("silu_and_mul", "gelu_and_mul"):
             (x,) = inputs.values()
             t, two_i = x.reshape(-1, x.shape[-1]).shape
             out = _poisoned(x.shape[:-1] + (two_i // 2,), x.dtype, x.device)
-            _launch([x, out], [t, two_i // 2])
-            return out
+            launch = lambda: _launch([x, out], [t, two_i // 2])
+            return launch, out
         if PATTERN == "fp8_quant":
             (x,) = inputs.values()
             t, h = x.reshape(-1, x.shape[-1]).shape
             q = _poisoned(x.shape, _fp8_dtype(), x.device)
             scale = _poisoned((t, 1), torch.float32, x.device)
-            _launch([x, q.view(torch.uint8), scale], [t, h], [FP8_MAX])
-            return q, scale
+            launch = lambda: _launch([x, q.view(torch.uint8), scale], [t, h], [FP8_MAX])
+            return launch, (q, scale)
         if PATTERN == "moe_gating":
             (g,) = inputs.values()
             t, e = g.shape
             w = _poisoned((t, r.topk), torch.float32, g.device)
             ids = _poisoned((t, r.topk), torch.int32, g.device)
-            _launch([g.contiguous(), w, ids], [t, e, r.topk], [1.0 if r.renormalize else 0.0])
-            return w, ids
+            g = g.contiguous()
+            launch = lambda: _launch([g, w, ids], [t, e, r.topk], [1.0 if r.renormalize else 0.0])
+            return launch, (w, ids)
         if PATTERN == "gemm":
             (x,) = inputs.values()
             m, k = x.reshape(-1, x.shape[-1]).shape
             n = r.weight.shape[0]
             bias = getattr(r, "bias", None)
             out = _poisoned(x.shape[:-1] + (n,), x.dtype, x.device)
-            _launch([x, r.weight, bias, out], [m, n, k])
-            return out
+            launch = lambda: _launch([x, r.weight, bias, out], [m, n, k])
+            return launch, out
         if PATTERN == "paged_decode_attention":
             q, kc, vc, bt, sl = (inputs[k] for k in ("query", "key_cache", "value_cache", "block_tables", "seq_lens"))
             b, hq, d = q.shape
@@ -117,6 +125,6 @@ class Model(torch.nn.Module):
             out = _poisoned(q.shape, q.dtype, q.device)
             po = torch.empty((b, hq, splits, d), dtype=torch.float32, device=q.device)
             pl = torch.empty((b, hq, splits), dtype=torch.float32, device=q.device)
-            _launch([q, kc, vc, bt, sl, out, po, pl], [b, hq, hkv, d, page, mb, splits], [1.0 / math.sqrt(d)])
-            return out
+            launch = lambda: _launch([q, kc, vc, bt, sl, out, po, pl], [b, hq, hkv, d, page, mb, splits], [1.0 / math.sqrt(d)])
+            return launch, out
         raise RuntimeError("kwiki has no launcher mapping for pattern " + PATTERN)

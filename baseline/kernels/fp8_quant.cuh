@@ -10,7 +10,7 @@
 // Design: as rms_norm.cuh (one row per block, or per warp for short rows; the row read once
 // into registers with 16-byte loads; amax reduced with warp butterflies then shared memory),
 // the bytes stored W at a time (8 bytes per 16-byte input vector of bf16/fp16). Rows longer
-// than 16384 elements are re-read from L2 by a looping kernel. The division x / scale is a
+// than 16384 elements (4096 scalar) are re-read from L2 by a looping kernel. The division x / scale is a
 // true fp32 division, as the reference computes it.
 #ifndef KWIKI_FP8_QUANT_CUH
 #define KWIKI_FP8_QUANT_CUH

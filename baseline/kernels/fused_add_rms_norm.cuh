@@ -11,7 +11,7 @@
 // Design: as rms_norm.cuh. One row per block (per warp for short rows); x and residual read
 // once with 16-byte loads, the rounded sum kept packed in registers and written back to
 // residual right away, the sum of squares reduced (warp butterflies, then shared memory), out
-// written once. Rows longer than 16384 elements are re-read from L2 by a looping kernel (the
+// written once. Rows longer than 16384 elements (4096 on the scalar path) are re-read from L2 by a looping kernel (the
 // second pass re-reads this thread's own residual writes).
 #ifndef KWIKI_FUSED_ADD_RMS_NORM_CUH
 #define KWIKI_FUSED_ADD_RMS_NORM_CUH

@@ -130,6 +130,18 @@ struct alignas(N) Bytes {
   unsigned char b[N];
 };
 
+/// One 16-byte load; p must be 16-byte aligned.
+template <typename T>
+KWIKI_DEVICE Vec<T> load_vec(const T* __restrict__ p) {
+  return *reinterpret_cast<const Vec<T>*>(p);
+}
+
+/// One 16-byte store; p must be 16-byte aligned.
+template <typename T>
+KWIKI_DEVICE void store_vec(T* __restrict__ p, const Vec<T>& v) {
+  *reinterpret_cast<Vec<T>*>(p) = v;
+}
+
 /// Elements of T in one 16-byte vector.
 template <typename T>
 __host__ __device__ constexpr int vec_width() {
@@ -215,7 +227,7 @@ KWIKI_DEVICE void load_f32(const T* __restrict__ p, float (&out)[W]) {
     out[0] = kwiki_to_float(p[0]);
   } else {
     static_assert(W == vec_width<T>(), "W is 1 or the 16-byte vector width");
-    const Vec<T> v = *reinterpret_cast<const Vec<T>*>(p);
+    const Vec<T> v = load_vec(p);
 #pragma unroll
     for (int j = 0; j < W; ++j) out[j] = kwiki_to_float(v.v[j]);
   }
@@ -231,7 +243,7 @@ KWIKI_DEVICE void store_f32(T* __restrict__ p, const float (&in)[W]) {
     Vec<T> v;
 #pragma unroll
     for (int j = 0; j < W; ++j) v.v[j] = kwiki_from_float<T>(in[j]);
-    *reinterpret_cast<Vec<T>*>(p) = v;
+    store_vec(p, v);
   }
 }
 

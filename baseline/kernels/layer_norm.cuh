@@ -8,7 +8,8 @@
 // Design: as rms_norm.cuh (one row per block, or per warp for short rows; the row read once
 // into registers with 16-byte loads). The variance is two-pass over the registers (sum of
 // (x - mean)^2, no E[x^2] - mean^2 cancellation): two reductions. Rows longer than 16384
-// elements are re-read from L2 by a looping kernel (three passes: mean, variance, output).
+// elements (4096 scalar) are re-read from L2 by a looping kernel (three passes: mean,
+// variance, output).
 #ifndef KWIKI_LAYER_NORM_CUH
 #define KWIKI_LAYER_NORM_CUH
 

@@ -8,10 +8,10 @@
 // Design (memory-bound): one row per block (one row per warp when the row is at most a warp
 // of vectors), the row read once into registers with 16-byte loads and written once; the
 // sum of squares reduced with warp butterflies then one value per warp through shared memory.
-// Rows longer than 16384 elements are re-read (from L2) by a looping kernel. The vector path
-// needs 16-byte aligned pointers and rows that start aligned (H a multiple of the vector
-// width, or a single row, whose non-multiple remainder is a scalar tail); otherwise scalar
-// (still coalesced) accesses.
+// Rows longer than 16384 elements (4096 on the scalar path) are re-read (from L2) by a
+// looping kernel. The vector path needs 16-byte aligned pointers and rows that start aligned
+// (H a multiple of the vector width, or a single row, whose non-multiple remainder is a
+// scalar tail); otherwise scalar (still coalesced) accesses.
 #ifndef KWIKI_RMS_NORM_CUH
 #define KWIKI_RMS_NORM_CUH
 

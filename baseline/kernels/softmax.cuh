@@ -9,7 +9,7 @@
 // with 16-byte loads. Each thread reduces its slice to an online-softmax pair (running max m,
 // sum s of exp(x - m)); the pairs merge in ONE reduction (warp butterflies, then one pair per
 // warp through shared memory), so the row is read once and reduced once; the outputs come
-// from the registers. Rows longer than 16384 elements: a looping kernel accumulates the pair
+// from the registers. Rows longer than 16384 elements (4096 scalar): a looping kernel accumulates the pair
 // while streaming the row, then re-reads it (from L2) to write.
 #ifndef KWIKI_SOFTMAX_CUH
 #define KWIKI_SOFTMAX_CUH
