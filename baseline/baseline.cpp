@@ -85,7 +85,7 @@ std::string fnv_hex(const std::string& text) {
 std::string element_type(const std::string& dtype, const std::string& vendor) {
   if (dtype == "fp32") return "float";
   if (dtype == "fp16") return vendor == "amd" ? "__half" : "half";
-  return vendor == "amd" ? "__hip_bfloat16" : "__nv_bfloat16";
+  return vendor == "amd" ? "kwiki_bf16" : "__nv_bfloat16";  // kwiki_bf16: HIP's bf16, or its bits before ROCm 5.7
 }
 
 std::string now_iso8601() {
@@ -260,21 +260,32 @@ BaselineResult run_baseline(const BaselineRequest& request) {
   const fs::path profiles = ws / "profiles" / "v0";
   fs::create_directories(profiles);
   fs::create_directories(ws / "build");
-  std::string compiler, flags;
+  std::string compiler, flags, skip_compile;
   if (!amd) {
     compiler = cuda_compiler();
     flags = "-O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -lineinfo -shared -Xcompiler -fPIC";
     if (target != "sm_90a") flags = std::regex_replace(flags, std::regex("90a"), target.substr(3));
   } else {
-    const CommandResult r = run_command("command -v clang++-19");
-    compiler = r.status == 0 ? r.output.substr(0, r.output.find('\n')) : "";
+    // The newest clang with HIP support wins: a compiler that can target gfx950 is used when present.
+    for (const char* candidate : {"clang++-22", "clang++-21", "clang++-20", "clang++-19"}) {
+      const CommandResult r = run_command(std::string("command -v ") + candidate);
+      if (r.status != 0) continue;
+      const std::string path = r.output.substr(0, r.output.find('\n'));
+      if (compiler.empty()) compiler = path;
+      if (target == "gfx950" &&
+          run_command("echo '' | " + quote(path) + " -x hip --offload-arch=gfx950 -nogpulib --offload-device-only -S -o /dev/null - ").status == 0) {
+        compiler = path;
+        break;
+      }
+    }
     const std::string rocm = compiler.empty() ? "" : prepare_rocm_root(compiler);
     if (!compiler.empty() && rocm.empty()) {
-      result.notes.push_back("not compiled: Debian's rocm-device-libs are not installed");
+      skip_compile = "Debian's rocm-device-libs are not installed (scripts/dev.sh deps installs them)";
       compiler.clear();
     }
-    if (!compiler.empty() && target == "gfx950" && run_command(quote(compiler) + " --print-supported-cpus 2>&1 | grep -q gfx950").status != 0) {
-      result.notes.push_back("not compiled: " + compiler + " cannot target gfx950 (CDNA4 needs LLVM 20 or newer); the kernel, plan and report are ready for one");
+    if (!compiler.empty() && target == "gfx950" &&
+        run_command("echo '' | " + quote(compiler) + " -x hip --offload-arch=gfx950 -nogpulib --offload-device-only -S -o /dev/null - ").status != 0) {
+      skip_compile = compiler + " cannot target gfx950 (CDNA4 needs LLVM 20 or newer); kernel.hip, the plan and this report are ready for such a compiler";
       compiler.clear();
     }
     flags = "-x hip --offload-arch=" + (target == "gfx942" ? std::string("gfx942:sramecc+:xnack-") : target) + " --rocm-path=" + rocm +
@@ -283,8 +294,11 @@ BaselineResult run_baseline(const BaselineRequest& request) {
   ordered_json evidence;
   evidence["target"] = target;
   if (compiler.empty()) {
-    result.notes.push_back(std::string("not compiled: no ") + (amd ? "HIP compiler (clang++-19) found" : "CUDA compiler (nvcc) found"));
+    if (skip_compile.empty()) skip_compile = std::string("no ") + (amd ? "HIP compiler (clang++-19) found" : "CUDA compiler (nvcc) found");
+    result.notes.push_back("not compiled: " + skip_compile);
+    result.not_measured_because = "not compiled: " + skip_compile;
     evidence["compiled"] = false;
+    evidence["not_compiled_because"] = skip_compile;
   } else {
     const std::string version = run_command(quote(compiler) + " --version").output;
     const char* cache_env = std::getenv("XDG_CACHE_HOME");
@@ -321,9 +335,11 @@ BaselineResult run_baseline(const BaselineRequest& request) {
       for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it)
         spill_bytes = std::max(spill_bytes, std::stoi((*it)[1]) + std::stoi((*it)[2]));
       for (auto it = std::sregex_iterator(log.begin(), log.end(), stack); it != std::sregex_iterator(); ++it) stack_bytes = std::max(stack_bytes, std::stoi((*it)[1]));
-      evidence["max_registers_per_thread"] = max_regs;
-      evidence["spill_bytes"] = spill_bytes;
-      evidence["stack_frame_bytes"] = stack_bytes;
+      if (!amd) {
+        evidence["max_registers_per_thread"] = max_regs;
+        evidence["spill_bytes"] = spill_bytes;
+        evidence["stack_frame_bytes"] = stack_bytes;
+      }
       if (amd) {
         // The device ISA listing: the same source compiled device-only to assembly.
         const std::string asm_flags = std::regex_replace(flags, std::regex(" -shared -fPIC -L[^ ]+ -lamdhip64"), "");
@@ -422,7 +438,8 @@ BaselineResult run_baseline(const BaselineRequest& request) {
   }
   if (result.status.empty()) {
     result.status = "NOT_RUN";
-    result.exit_code = result.compiled ? kExitNotMeasured : 4;
+    // Not compiled because the toolchain is absent is "not measured", not a failure.
+    result.exit_code = result.compiled || !skip_compile.empty() ? kExitNotMeasured : 4;
     if (result.not_measured_because.empty()) result.not_measured_because = result.notes.empty() ? "not compiled" : result.notes.back();
   }
 

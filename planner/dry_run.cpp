@@ -52,9 +52,14 @@ for sid in shape_ids:
             versions = {k: v._version for k, v in inputs.items() if torch.is_tensor(v)}
             with torch.no_grad():
                 res = model(**inputs)
-            if torch.is_tensor(res): outs = [desc("out", res)]
-            elif isinstance(res, dict): outs = [desc(k, v) for k, v in res.items() if torch.is_tensor(v)]
-            else: outs = [desc("out%d" % i, v) for i, v in enumerate(res) if torch.is_tensor(v)]
+            pairs = [("out", res)] if torch.is_tensor(res) else (list(res.items()) if isinstance(res, dict) else [("out%d" % i, v) for i, v in enumerate(res)])
+            outs = []
+            for n, v in pairs:
+                if not torch.is_tensor(v): continue
+                d = desc(n, v)
+                alias = [k for k, t in inputs.items() if t is v]
+                if alias: d["alias_of"] = alias[0]  # an input returned after an in-place update
+                outs.append(d)
             ins = []
             for k, v in inputs.items():
                 if torch.is_tensor(v):
@@ -123,6 +128,7 @@ DryRun dry_run(Task& task, int timeout_seconds) {
         for (const auto& d : t["shape"]) spec.shape.push_back(d.get<long long>());
         spec.dtype = t["dtype"];
         spec.updated = t.value("updated", false);
+        if (t.contains("alias_of")) spec.alias_of = t["alias_of"];
         into.push_back(std::move(spec));
       }
     };

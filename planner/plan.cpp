@@ -179,7 +179,11 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
       for (const auto& t : shape.inputs) tensors.push_back({{"name", t.name}, {"shape", t.shape}, {"dtype", t.dtype}, {"updated_in_place", t.updated}});
       s["inputs"] = tensors;
       ordered_json outs = ordered_json::array();
-      for (const auto& t : shape.outputs) outs.push_back({{"name", t.name}, {"shape", t.shape}, {"dtype", t.dtype}});
+      for (const auto& t : shape.outputs) {
+        ordered_json o = {{"name", t.name}, {"shape", t.shape}, {"dtype", t.dtype}};
+        if (!t.alias_of.empty()) o["alias_of"] = t.alias_of;
+        outs.push_back(std::move(o));
+      }
       s["outputs"] = outs;
     }
     shapes_json.push_back(std::move(s));

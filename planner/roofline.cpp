@@ -103,7 +103,8 @@ std::optional<WorkCounts> count_work(const std::string& pattern, const ShapeCase
       read += tensor_bytes(in);
       if (in.updated) written += tensor_bytes(in);
     }
-    for (const auto& out : shape.outputs) written += tensor_bytes(out);
+    for (const auto& out : shape.outputs)
+      if (out.alias_of.empty()) written += tensor_bytes(out);  // an aliased output was counted as its input
     w.bytes_read = read;
     w.bytes_written = written;
     w.basis += "; bytes from the dry run's tensors";

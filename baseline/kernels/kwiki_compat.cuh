@@ -26,8 +26,18 @@
 #define KWIKI_PLATFORM_HIP 1
 #define KWIKI_PLATFORM_CUDA 0
 #include <hip/hip_runtime.h>
-#include <hip/hip_bf16.h>
 #include <hip/hip_fp16.h>
+#if __has_include(<hip/hip_bf16.h>)
+#include <hip/hip_bf16.h>
+#define KWIKI_HIP_NATIVE_BF16 1
+#else
+// ROCm before 5.7 (Debian 12 ships HIP 5.2) has no __hip_bfloat16: bf16 is carried as its 16
+// storage bits, converted here with round-to-nearest-even (NaN stays NaN).
+#define KWIKI_HIP_NATIVE_BF16 0
+struct alignas(2) kwiki_bf16_bits {
+  unsigned short bits;
+};
+#endif
 #else
 #define KWIKI_PLATFORM_HIP 0
 #define KWIKI_PLATFORM_CUDA 1
@@ -68,7 +78,18 @@ typedef unsigned int kwiki_lane_mask_t;
 
 #if KWIKI_PLATFORM_HIP
 typedef hipStream_t kwiki_stream_t;
+#if KWIKI_HIP_NATIVE_BF16
 typedef __hip_bfloat16 kwiki_bf16;
+#else
+typedef kwiki_bf16_bits kwiki_bf16;
+__device__ __forceinline__ float __bfloat162float(kwiki_bf16 v) { return __uint_as_float(static_cast<unsigned>(v.bits) << 16); }
+__device__ __forceinline__ kwiki_bf16 __float2bfloat16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return kwiki_bf16{static_cast<unsigned short>((u >> 16) | 0x40u)};  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return kwiki_bf16{static_cast<unsigned short>(u >> 16)};
+}
+#endif
 typedef __half kwiki_half;
 /// The last launch error (0 when none), as an int, as the ABI returns it.
 static inline int kwiki_last_error() { return static_cast<int>(hipGetLastError()); }

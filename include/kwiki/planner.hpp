@@ -18,6 +18,7 @@ struct TensorSpec {
   std::vector<long long> shape;
   std::string dtype;     ///< bf16, fp16, fp32, fp8_e4m3fn, int32, ...
   bool updated = false;  ///< an input the reference writes in place
+  std::string alias_of;  ///< an output that is an input returned after an in-place update
 };
 
 /// One shape of a task: its id (kept as given), kwargs and the sizes read from them.
