@@ -10,6 +10,7 @@ DEPS=(
   libxapian-dev xapian-tools libsqlite3-dev sqlite3 nlohmann-json3-dev libre2-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libvalijson-dev
   clang libclang-rt-14-dev
+  clang-19 lld-19 llvm-19 libamdhip64-dev rocm-device-libs
 )
 
 usage() {

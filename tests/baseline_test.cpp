@@ -66,6 +66,50 @@ TEST_F(Baseline, WithoutADeviceItGeneratesCompilesReportsAndSaysNotMeasured) {
   EXPECT_NE(subjects.find("V0: baseline kernel"), std::string::npos) << subjects;
 }
 
+bool hip_toolchain_present() {
+  return std::system("command -v clang++-19 > /dev/null 2>&1") == 0 && fs::exists("/usr/include/hip/hip_runtime.h") &&
+         fs::exists("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ockl.bc");
+}
+
+// CDNA3: the GEMM becomes HIP C++, compiles for gfx942 with MFMA in its listing, and, with no AMD
+// device here, the report and memory say so instead of inventing a number.
+TEST_F(Baseline, Mi300xGemmCompilesToMfmaAndSaysNotMeasured) {
+  if (!hip_toolchain_present()) GTEST_SKIP() << "clang-19 and Debian's HIP headers are not installed (scripts/dev.sh deps)";
+  const std::string ws = plan("linear_bf16", "MI300X", "ws-mi300x");
+  const RunResult r = run_kwiki({"baseline", "--workspace", ws, "--json", "--no-commit"});
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["status"], "NOT_RUN");
+  EXPECT_EQ(j["not_measured_because"], "no AMD GPU");
+  EXPECT_TRUE(fs::exists(ws + "/kernel.hip"));
+  EXPECT_FALSE(fs::exists(ws + "/kernel.cu"));
+  const json& ev = j["static_evidence"];
+  EXPECT_EQ(ev["target"], "gfx942");
+  ASSERT_TRUE(ev["compiled"].get<bool>()) << ev.dump();
+  EXPECT_GT(ev["instructions"]["v_mfma"].get<int>(), 0);
+  EXPECT_EQ(ev["spill_bytes"], 0);
+  EXPECT_TRUE(fs::exists(ws + "/" + ev["listing"].get<std::string>()));
+  const std::string report = test::read_text(ws + "/baseline_report.md");
+  EXPECT_NE(report.find("gfx942"), std::string::npos);
+  EXPECT_NE(report.find("no AMD GPU"), std::string::npos);
+  const json memory = json::parse(test::read_text(ws + "/memory/v0.json"));
+  EXPECT_TRUE(memory["performance"]["latency_us"].is_null());
+}
+
+// CDNA4 needs LLVM 20; with clang-19 the kernel is still written and the report says why it was not built.
+TEST_F(Baseline, Mi355xWithAnOlderClangSaysWhyItWasNotCompiled) {
+  const std::string ws = plan("rms_norm", "MI355X", "ws-mi355x");
+  const RunResult r = run_kwiki({"baseline", "--workspace", ws, "--json", "--no-commit"});
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["static_evidence"]["target"], "gfx950");
+  EXPECT_TRUE(fs::exists(ws + "/kernel.hip"));
+  if (!j["compiled"].get<bool>()) {
+    EXPECT_NE(j["not_measured_because"].get<std::string>().find("gfx950"), std::string::npos) << j.dump();
+    EXPECT_NE(test::read_text(ws + "/baseline_report.md").find("gfx950"), std::string::npos);
+  }
+}
+
 TEST_F(Baseline, UnknownPatternWithoutKernelIsRefused) {
   const std::string ws = plan("rms_norm", "H200", "ws-unknown");
   fs::path plan_path = ws + "/plans/v0_plan.json";

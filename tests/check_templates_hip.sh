@@ -5,8 +5,9 @@
 # Debian's rocm-device-libs predate gfx942: the missing oclc_isa_version_942.bc is assembled here.
 # Usage: tests/check_templates_hip.sh KERNELS_DIR OUT_DIR        (exit 77 = skipped)
 set -uo pipefail
-kernels=$1
-out=$2
+kernels=$(cd "$1" && pwd)
+mkdir -p "$2"
+out=$(cd "$2" && pwd)
 clang=$(command -v clang++-19 || true)
 llvm_as=$(command -v llvm-as-19 || true)
 bitcode=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode
