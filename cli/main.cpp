@@ -58,6 +58,7 @@ kwiki::Store open_store(const std::string& index_option) {
 struct IndexArgs {
   std::vector<std::string> wiki, internal;
   bool check = false, strict = false, force = false, list_warnings = false;
+  std::size_t shards = 1;
 };
 
 int run_index(const IndexArgs& args, const std::string& index_option, const OutputFlags& out) {
@@ -73,6 +74,8 @@ int run_index(const IndexArgs& args, const std::string& index_option, const Outp
   options.check_only = args.check;
   options.strict = args.strict;
   options.force = args.force;
+  if (args.shards == 0) throw Error(ErrorCode::kUsage, "--shards must be at least 1");
+  options.shards = args.shards;
   const bool tty = ::isatty(STDERR_FILENO);
   if (tty)
     options.progress = [](std::size_t done, std::size_t total) {
@@ -115,6 +118,9 @@ int run_index(const IndexArgs& args, const std::string& index_option, const Outp
   j["warnings"] = report.diagnostics.size();
   j["by_store"] = report.by_store;
   j["seconds"] = report.seconds;
+  // Shard folders, for xapian-tcpsrv on the hosts that will serve them.
+  const std::vector<std::string>& shard_dirs = report.shard_dirs;
+  if (!shard_dirs.empty()) j["shards"] = shard_dirs;
   if (out.want_json()) {
     print_line(kwiki::json_text(j));
   } else if (args.check) {
@@ -126,6 +132,8 @@ int run_index(const IndexArgs& args, const std::string& index_option, const Outp
     std::printf("indexed %zu records from %zu files into %s/%s in %.2f s (%zu warning(s))\n", report.records, report.files,
                 options.index_dir.c_str(), report.generation.c_str(), report.seconds, report.diagnostics.size());
   }
+  if (!out.want_json())
+    for (const auto& d : shard_dirs) std::printf("  full-text shard (serve with: xapian-tcpsrv --port PORT %s)\n", d.c_str());
   return kExitOk;
 }
 
@@ -191,6 +199,7 @@ int run_get(const std::vector<std::string>& ids, const std::string& index_option
 struct QueryArgs {
   std::string text;
   std::string intent_file;
+  std::string remote;
   kwiki::QueryOptions options;
 };
 
@@ -207,10 +216,12 @@ std::optional<nlohmann::json> read_intent_file(const std::string& path) {
   }
 }
 
-kwiki::QueryEngine open_engine(const std::string& index_option) {
+kwiki::QueryEngine open_engine(const std::string& index_option, const std::string& remote_shards = {}) {
   const std::string dir = kwiki::resolve_index_dir(index_option);
   kwiki::ensure_index(dir);
-  return kwiki::QueryEngine::open(dir);
+  kwiki::OpenOptions options;
+  options.shards = remote_shards;
+  return kwiki::QueryEngine::open(dir, options);
 }
 
 int run_query(QueryArgs args, const std::string& index_option, const OutputFlags& out) {
@@ -222,7 +233,7 @@ int run_query(QueryArgs args, const std::string& index_option, const OutputFlags
     args.text = ss.str();
   }
   if (!intent && args.text.empty()) throw Error(ErrorCode::kUsage, "give a request text or --intent FILE; see kwiki query --help");
-  kwiki::QueryEngine engine = open_engine(index_option);
+  kwiki::QueryEngine engine = open_engine(index_option, args.remote);
   kwiki::QueryResult result;
   try {
     result = engine.query(args.text, args.options, intent);
@@ -427,6 +438,8 @@ int main(int argc, char** argv) {
   index->add_flag("--strict", index_args.strict, "treat consistency warnings as errors");
   index->add_flag("--force", index_args.force, "rebuild even when the corpus is unchanged");
   index->add_flag("--warnings", index_args.list_warnings, "list every warning on stderr");
+  index->add_option("--shards", index_args.shards,
+                    "split the full-text index into N Xapian shard databases (each servable by xapian-tcpsrv; default 1)");
 
   auto* stats = app.add_subcommand("stats", "records by store, type, vendor and architecture; the generation; roots");
 
@@ -442,6 +455,9 @@ int main(int argc, char** argv) {
   query->add_option("--max-records", query_args.options.max_records, "at most this many records (default 20)");
   query->add_flag("--explain", query_args.options.explain, "add the extracted intent and score parts under \"explain\"");
   query->add_option("--intent", query_args.intent_file, "replay an upstream 8-slot intent JSON file instead of extracting one");
+  query->add_option("--remote", query_args.remote,
+                    "full text from shards served elsewhere: HOST:PORT[,HOST:PORT...] (xapian-tcpsrv), shard folders or a "
+                    "stub file, every shard once; the store stays local (--index)");
 
   std::string hw_product, hw_field, hw_vs;
   auto* hw = app.add_subcommand("hw", "exact hardware facts of a product, with their sources");
@@ -501,6 +517,7 @@ int main(int argc, char** argv) {
   auto* mcp = app.add_subcommand("mcp", "serve kwiki to an MCP client over stdio (tools: query, hardware, get, plan)");
 
   for (auto* sub : {mcp}) sub->add_option("--index", index_option, "index folder");
+  mcp->add_option("--remote", query_args.remote, "full text from shards served elsewhere (as kwiki query --remote)");
   for (auto* sub : {baseline, memory}) {
     sub->add_flag("--json", out.json, "print JSON");
     sub->add_flag("--text", out.text, "print text");
@@ -537,7 +554,7 @@ int main(int argc, char** argv) {
     }
     if (*memory) return run_memory(memory_args, out);
     if (*mcp) {
-      kwiki::QueryEngine engine = open_engine(index_option);
+      kwiki::QueryEngine engine = open_engine(index_option, query_args.remote);
       kwiki::McpServer server(engine);
       server.serve(std::cin, std::cout);
       return kExitOk;

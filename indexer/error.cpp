@@ -25,6 +25,7 @@ const char* error_code_name(ErrorCode code) noexcept {
     case ErrorCode::kIndexCorrupt: return "index_corrupt";
     case ErrorCode::kIo: return "io";
     case ErrorCode::kBusy: return "busy";
+    case ErrorCode::kShardUnavailable: return "shard_unavailable";
     case ErrorCode::kInternal: return "internal";
   }
   return "internal";

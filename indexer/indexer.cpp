@@ -215,6 +215,7 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
   fingerprint.add(detail::SchemaValidator::schema_text("hw-1.0"));
   fingerprint.add(detail::SchemaValidator::schema_text("clean-1.3"));
   for (const auto& [store, root] : roots) fingerprint.add(store + ":" + root);
+  if (options.shards > 1) fingerprint.add("shards=" + std::to_string(options.shards));
   for (const auto& f : files) {
     fingerprint.add(f.path);
     fingerprint.add(std::to_string(f.size) + ":" + std::to_string(f.mtime_ns));
@@ -243,7 +244,7 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
   std::unique_ptr<detail::StoreWriter> writer;
   if (!options.check_only) {
     std::tie(staging, generation_name) = detail::create_staging_generation(options.index_dir);
-    writer = std::make_unique<detail::StoreWriter>(staging);
+    writer = std::make_unique<detail::StoreWriter>(staging, options.shards);
   }
 
   std::vector<Diagnostic> errors;
@@ -325,6 +326,14 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
     writer.reset();
     if (!staging.empty()) detail::remove_tree_quietly(staging);
     throw;
+  }
+  if (!options.check_only && !report.generation.empty()) {
+    std::error_code ec;
+    for (std::size_t k = 0;; ++k) {
+      const std::string dir = options.index_dir + "/" + report.generation + "/" + detail::shard_dir_name(k);
+      if (!std::filesystem::is_directory(dir, ec)) break;
+      report.shard_dirs.push_back(dir);
+    }
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;

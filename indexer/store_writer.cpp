@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 
 #include "sqlite_check.hpp"
 
@@ -69,11 +70,13 @@ void fsync_path(const std::string& path) {
 struct StoreWriter::Impl {
   std::string dir;
   sqlite3* db = nullptr;
-  Xapian::WritableDatabase xapian;
+  std::vector<Xapian::WritableDatabase> shards;  ///< one unless sharded
+  std::size_t added = 0;                         ///< documents so far: the next goes to shard added % N
   std::unique_ptr<Statement> insert_record, insert_scope, insert_fact, insert_alias, insert_warning;
 };
 
-StoreWriter::StoreWriter(const std::string& generation_dir) : impl_(std::make_unique<Impl>()) {
+StoreWriter::StoreWriter(const std::string& generation_dir, std::size_t shards) : impl_(std::make_unique<Impl>()) {
+  if (shards == 0) throw Error(ErrorCode::kUsage, "--shards must be at least 1");
   impl_->dir = generation_dir;
   const std::string db_path = generation_dir + "/" + kStoreFile;
   KWIKI_SQLITE_CHECK(impl_->db, sqlite3_open_v2(db_path.c_str(), &impl_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr),
@@ -89,7 +92,14 @@ StoreWriter::StoreWriter(const std::string& generation_dir) : impl_(std::make_un
   impl_->insert_alias = std::make_unique<Statement>(impl_->db, "INSERT INTO aliases VALUES(?1,?2,?3,?4)");
   impl_->insert_warning = std::make_unique<Statement>(impl_->db, "INSERT INTO warnings VALUES(?1,?2,?3)");
   try {
-    impl_->xapian = Xapian::WritableDatabase(generation_dir + "/" + kXapianDir, Xapian::DB_CREATE_OR_OVERWRITE | Xapian::DB_NO_SYNC | Xapian::DB_DANGEROUS | Xapian::DB_NO_TERMLIST);
+    constexpr int kFlags = Xapian::DB_CREATE_OR_OVERWRITE | Xapian::DB_NO_SYNC | Xapian::DB_DANGEROUS;
+    if (shards == 1) {
+      // One local database: no termlists (the ranker never reads them; they cost a third of the build).
+      impl_->shards.emplace_back(generation_dir + "/" + kXapianDir, kFlags | Xapian::DB_NO_TERMLIST);
+    } else {
+      // Shards may be served by xapian-tcpsrv, whose protocol needs termlists.
+      for (std::size_t k = 0; k < shards; ++k) impl_->shards.emplace_back(generation_dir + "/" + shard_dir_name(k), kFlags);
+    }
   } catch (const Xapian::Error& e) {
     throw Error(ErrorCode::kIo, "cannot create the full-text index: " + e.get_description(), generation_dir);
   }
@@ -163,7 +173,13 @@ Xapian::Document make_search_document(const Record& r, Xapian::TermGenerator& ge
 void StoreWriter::add(const Record& r, const Xapian::Document& document, const std::vector<HardwareFact>& facts) {
   Xapian::docid docid = 0;
   try {
-    docid = impl_->xapian.add_document(document);
+    // Round-robin: shard k's local id l is combined id (l - 1) * N + k + 1, which is the id the
+    // single database would give this record, so ties break the same way in every layout.
+    const std::size_t n = impl_->shards.size();
+    const std::size_t k = impl_->added % n;
+    const Xapian::docid local = impl_->shards[k].add_document(document);
+    docid = static_cast<Xapian::docid>((local - 1) * n + k + 1);
+    ++impl_->added;
   } catch (const Xapian::Error& e) {
     throw Error(ErrorCode::kIo, "full-text indexing failed: " + e.get_description(), r.root + "/" + r.path);
   }
@@ -277,16 +293,37 @@ void StoreWriter::finish(const std::map<std::string, std::string>& meta,
   KWIKI_SQLITE_CHECK(impl_->db, sqlite3_close(impl_->db), ErrorCode::kIo);
   impl_->db = nullptr;
   fsync_path(impl_->dir + "/" + kStoreFile);
+  const std::size_t n = impl_->shards.size();
+  const auto fp = meta.find("fingerprint");
+  std::vector<std::string> folders;
   try {
-    impl_->xapian.commit();
-    impl_->xapian.close();
+    for (std::size_t k = 0; k < n; ++k) {
+      // Only servable shards say what they are: a remote reader refuses a termlist-free database.
+      if (n > 1) {
+        impl_->shards[k].set_metadata(kShardKey, std::to_string(k) + "/" + std::to_string(n));
+        impl_->shards[k].set_metadata(kFingerprintKey, fp == meta.end() ? "" : fp->second);
+      }
+      impl_->shards[k].commit();
+      impl_->shards[k].close();
+      folders.push_back(n == 1 ? kXapianDir : shard_dir_name(k));
+    }
   } catch (const Xapian::Error& e) {
     throw Error(ErrorCode::kIo, "full-text index commit failed: " + e.get_description(), impl_->dir);
   }
-  // The database was written with DB_NO_SYNC (one sync here is cheaper than one per flush):
-  // make it durable before the generation can be published.
+  if (n > 1) {
+    // The stub makes the shards one database for local readers (paths relative to the stub).
+    const std::string stub = impl_->dir + "/" + kXapianDir;
+    std::ofstream out(stub);
+    for (const auto& f : folders) out << "auto " << f << "\n";
+    out.close();
+    if (!out) throw Error(ErrorCode::kIo, "cannot write the shard stub file", stub);
+    fsync_path(stub);
+  }
+  // The databases were written with DB_NO_SYNC (one sync here is cheaper than one per flush):
+  // make them durable before the generation can be published.
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(impl_->dir + "/" + kXapianDir, ec)) fsync_path(entry.path().string());
+  for (const auto& f : folders)
+    for (const auto& entry : std::filesystem::directory_iterator(impl_->dir + "/" + f, ec)) fsync_path(entry.path().string());
 }
 
 }  // namespace kwiki::detail

@@ -15,7 +15,14 @@ namespace kwiki::detail {
 
 /// File names inside a generation folder.
 inline constexpr const char* kStoreFile = "store.sqlite";
+/// The full-text database: a Xapian folder, or with shards a Xapian stub file listing
+/// "auto xapian-shard-K" lines (Xapian opens either the same way).
 inline constexpr const char* kXapianDir = "xapian";
+/// Shard K lives in this folder next to the stub.
+inline std::string shard_dir_name(std::size_t k) { return "xapian-shard-" + std::to_string(k); }
+/// Xapian metadata keys each shard carries, checked by readers that open shards one by one.
+inline constexpr const char* kShardKey = "kwiki:shard";              ///< "K/N"
+inline constexpr const char* kFingerprintKey = "kwiki:fingerprint";  ///< the generation's corpus fingerprint
 /// Version of the on-disk layout; bump when the store schema changes.
 inline constexpr int kStoreFormat = 4;
 
@@ -53,14 +60,16 @@ Xapian::TermGenerator make_term_generator();
 class StoreWriter {
  public:
   /// Creates the store files inside `generation_dir` (which must exist and be empty).
-  explicit StoreWriter(const std::string& generation_dir);
+  /// With `shards` > 1 the full text is split into that many Xapian databases plus a stub.
+  explicit StoreWriter(const std::string& generation_dir, std::size_t shards = 1);
   ~StoreWriter();
 
   /// Adds one record, its search document and its hardware facts.
   void add(const Record& record, const Xapian::Document& document, const std::vector<HardwareFact>& facts);
   /// Records a validation warning so `kwiki stats` can show it.
   void add_warning(const Diagnostic& warning);
-  /// Writes metadata, indexes, commits and syncs everything to disk.
+  /// Writes metadata, indexes, commits and syncs everything to disk. `meta` must hold
+  /// "fingerprint"; each shard records it with its position (kShardKey, kFingerprintKey).
   void finish(const std::map<std::string, std::string>& meta,
               const std::vector<std::pair<std::string, std::string>>& roots_by_store);
 

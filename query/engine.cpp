@@ -1,5 +1,6 @@
 // QueryEngine: intent -> exact hardware facts + ranked kernel knowledge -> a budgeted answer.
 #include <algorithm>
+#include <fstream>
 #include <cmath>
 #include <cstdio>
 #include <cctype>
@@ -63,9 +64,18 @@ struct QueryEngine::Impl {
   detail::StateDb state;
   detail::StatementCache statements;
 
-  Impl(std::string dir, Store s)
-      : index_dir(std::move(dir)), store(std::move(s)),
-        retriever(store.generation_dir() + "/" + detail::kXapianDir), state(index_dir), statements(store.sqlite()) {}
+  Impl(std::string dir, Store s, const OpenOptions& options)
+      : index_dir(std::move(dir)), store(std::move(s)), retriever(open_full_text(store, options)), state(index_dir),
+        statements(store.sqlite()) {}
+
+  static detail::Retriever open_full_text(const Store& store, const OpenOptions& options) {
+    if (options.shards.empty()) return detail::Retriever(store.generation_dir() + "/" + detail::kXapianDir);
+    std::ifstream in(store.generation_dir() + "/FINGERPRINT");
+    std::string fingerprint;
+    in >> fingerprint;
+    return detail::Retriever(std::make_unique<detail::ShardSet>(detail::parse_shard_list(options.shards), fingerprint,
+                                                                options.remote_timeout_ms));
+  }
 
   AnswerRecord record_entry(const std::string& key, const std::string& match, std::vector<std::string> why) {
     AnswerRecord a;
@@ -81,9 +91,9 @@ QueryEngine::QueryEngine(QueryEngine&&) noexcept = default;
 QueryEngine& QueryEngine::operator=(QueryEngine&&) noexcept = default;
 QueryEngine::~QueryEngine() = default;
 
-QueryEngine QueryEngine::open(const std::string& index_dir) {
+QueryEngine QueryEngine::open(const std::string& index_dir, const OpenOptions& options) {
   Store store = Store::open(index_dir);
-  return QueryEngine(std::make_unique<Impl>(index_dir, std::move(store)));
+  return QueryEngine(std::make_unique<Impl>(index_dir, std::move(store), options));
 }
 
 const Store& QueryEngine::store() const { return impl_->store; }

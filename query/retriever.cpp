@@ -93,6 +93,7 @@ struct WeightedTerm {
 
 struct Retriever::Impl {
   Xapian::Database db;
+  std::unique_ptr<ShardSet> shards;  ///< set when the full text is sharded across endpoints
   Xapian::Stem stemmer{"english"};
 
   std::vector<WeightedTerm> text_terms(const Intent& intent, const Lexicon& lex) {
@@ -170,12 +171,18 @@ Retriever::Retriever(const std::string& xapian_dir) : impl_(std::make_unique<Imp
   }
 }
 
+Retriever::Retriever(std::unique_ptr<ShardSet> shards) : impl_(std::make_unique<Impl>()) {
+  impl_->db = shards->database();
+  impl_->shards = std::move(shards);
+}
+
 Retriever::~Retriever() = default;
 
 bool Retriever::knows_word(const std::string& word) {
   try {
     return impl_->db.term_exists(impl_->stemmer(word)) || impl_->db.term_exists(word);
-  } catch (const Xapian::Error&) {
+  } catch (const Xapian::Error& e) {
+    if (impl_->shards) throw impl_->shards->explain(e);
     return false;
   }
 }
@@ -392,6 +399,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     }
     return out;
   } catch (const Xapian::Error& e) {
+    if (impl_->shards) throw impl_->shards->explain(e);
     throw Error(ErrorCode::kIndexCorrupt, "full-text search failed: " + e.get_description());
   }
 }

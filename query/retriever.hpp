@@ -10,6 +10,7 @@
 
 #include "kwiki/intent.hpp"
 #include "lexicon.hpp"
+#include "shards.hpp"
 
 namespace kwiki::detail {
 
@@ -30,6 +31,8 @@ class Retriever {
  public:
   /// Opens <generation>/xapian. Throws kwiki::Error kIndexCorrupt.
   explicit Retriever(const std::string& xapian_dir);
+  /// Searches shards opened elsewhere; a shard failing mid-search becomes an error naming it.
+  explicit Retriever(std::unique_ptr<ShardSet> shards);
   ~Retriever();
 
   /// True when the (unstemmed) word occurs in the index after stemming.

@@ -28,6 +28,7 @@ enum class ErrorCode : std::uint16_t {
   kIndexCorrupt = 401,    ///< the index cannot be opened or read
   kIo = 402,              ///< writing the index failed
   kBusy = 403,            ///< another writer holds the index lock
+  kShardUnavailable = 404,  ///< a full-text shard (local or remote) cannot be reached or does not match
   kInternal = 499,        ///< a bug: please report
 };
 

@@ -27,6 +27,9 @@ struct IndexOptions {
   bool strict = false;                      ///< warnings count as errors
   bool force = false;                       ///< rebuild even when the corpus is unchanged
   std::size_t max_record_bytes = 16u << 20; ///< larger record files are refused
+  /// Full-text shards (1 = one database). Records are dealt round-robin in corpus order, so the
+  /// combined document ids, and hence every answer, equal the single database's.
+  std::size_t shards = 1;
   /// Called now and then with (records done, records total); may be empty.
   std::function<void(std::size_t, std::size_t)> progress;
 };
@@ -40,6 +43,7 @@ struct IndexReport {
   bool rebuilt = false;              ///< false when unchanged or check-only
   double seconds = 0;                ///< wall time
   std::map<std::string, std::size_t> by_store;  ///< records per store
+  std::vector<std::string> shard_dirs;  ///< the serving generation's full-text shard folders, when sharded
 };
 
 /// Validates every record under the roots, then (unless check_only) writes a new generation

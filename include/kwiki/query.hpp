@@ -51,11 +51,22 @@ struct HardwareAnswer {
   std::string json;
 };
 
+/// Where QueryEngine::open finds the full-text index.
+struct OpenOptions {
+  /// Shards served elsewhere instead of the index's own full text: comma-separated HOST:PORT
+  /// (xapian-tcpsrv), shard folders or Xapian stub files, every shard of the generation once,
+  /// in any order. The SQLite store and the lexicon stay local. Empty: the local full text.
+  std::string shards;
+  /// A remote shard that does not answer within this time is an error naming it, not a hang.
+  unsigned remote_timeout_ms = 10000;
+};
+
 /// Answers requests against one index generation. Not thread-safe: one engine per thread.
 class QueryEngine {
  public:
-  /// Opens the serving generation of `index_dir`. Throws kwiki::Error kIndexMissing/kIndexCorrupt.
-  static QueryEngine open(const std::string& index_dir);
+  /// Opens the serving generation of `index_dir`. Throws kwiki::Error kIndexMissing/kIndexCorrupt,
+  /// and kShardUnavailable when a shard in `options` cannot be reached or is not this generation's.
+  static QueryEngine open(const std::string& index_dir, const OpenOptions& options = {});
   QueryEngine(QueryEngine&&) noexcept;
   QueryEngine& operator=(QueryEngine&&) noexcept;
   ~QueryEngine();
