@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <unordered_map>
 #include <sstream>
 
 #include "kwiki/error.hpp"
@@ -83,6 +84,10 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+// A fresh match-everything query. Not Xapian::Query::MatchAll: copies of that shared static
+// bump a non-atomic reference count, a data race when engines run on several threads.
+Xapian::Query match_all() { return Xapian::Query(std::string()); }
+
 struct WeightedTerm {
   std::string term;
   double weight;
@@ -94,6 +99,17 @@ struct WeightedTerm {
 struct Retriever::Impl {
   Xapian::Database db;
   std::unique_ptr<ShardSet> shards;  ///< set when the full text is sharded across endpoints
+  // Term frequencies already asked for: the generation never changes under an engine, and on
+  // remote shards each lookup is a network round trip per shard.
+  std::unordered_map<std::string, Xapian::doccount> termfreq_cache;
+
+  Xapian::doccount termfreq(const std::string& term) {
+    if (auto it = termfreq_cache.find(term); it != termfreq_cache.end()) return it->second;
+    const Xapian::doccount f = db.get_termfreq(term);
+    if (termfreq_cache.size() >= 100000) termfreq_cache.clear();
+    termfreq_cache.emplace(term, f);
+    return f;
+  }
   Xapian::Stem stemmer{"english"};
 
   std::vector<WeightedTerm> text_terms(const Intent& intent, const Lexicon& lex) {
@@ -138,7 +154,7 @@ struct Retriever::Impl {
   Xapian::Query text_query(const std::vector<WeightedTerm>& terms) {
     std::vector<Xapian::Query> parts;
     for (const auto& t : terms) parts.emplace_back(Xapian::Query::OP_SCALE_WEIGHT, Xapian::Query(t.term), t.weight);
-    if (parts.empty()) return Xapian::Query::MatchAll;
+    if (parts.empty()) return match_all();
     return Xapian::Query(Xapian::Query::OP_OR, parts.begin(), parts.end());
   }
 
@@ -153,7 +169,7 @@ struct Retriever::Impl {
       if (term.empty() || std::isupper(static_cast<unsigned char>(term[0]))) continue;
       if (term.size() + 2 < word.size() || term.size() > word.size() + 2) continue;
       const std::size_t d = edit_distance(word, term);
-      if (d < best_distance || (d == best_distance && !best.empty() && db.get_termfreq(term) > db.get_termfreq(best))) {
+      if (d < best_distance || (d == best_distance && !best.empty() && termfreq(term) > termfreq(best))) {
         best_distance = d;
         best = term;
       }
@@ -180,7 +196,8 @@ Retriever::~Retriever() = default;
 
 bool Retriever::knows_word(const std::string& word) {
   try {
-    return impl_->db.term_exists(impl_->stemmer(word)) || impl_->db.term_exists(word);
+    const std::string stem = impl_->stemmer(word);
+    return impl_->termfreq(stem) > 0 || (stem != word && impl_->termfreq(word) > 0);
   } catch (const Xapian::Error& e) {
     if (impl_->shards) throw impl_->shards->explain(e);
     return false;
@@ -194,7 +211,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     std::vector<WeightedTerm> terms = impl_->text_terms(intent, lex);
     // Spelling: a free word the index has never seen is replaced by its nearest indexed word.
     for (auto& t : terms) {
-      if (t.source != "free" || impl_->db.get_termfreq(t.term) > 0) continue;
+      if (t.source != "free" || impl_->termfreq(t.term) > 0) continue;
       const std::string fixed = impl_->correct(t.term);
       if (!fixed.empty()) {
         notes.push_back("spelling: read \"" + t.term + "\" as \"" + fixed + "\"");
@@ -208,7 +225,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
                                    Xapian::Query(std::string(term::kType) + "measured-ceiling"));
     std::string vendor = intent.vendor;
     const std::string arch = intent.arch;
-    Xapian::Query vendor_filter = Xapian::Query::MatchAll;
+    Xapian::Query vendor_filter = match_all();
     if (!vendor.empty())
       vendor_filter = Xapian::Query(Xapian::Query::OP_OR, Xapian::Query(std::string(term::kVendor) + vendor),
                                     Xapian::Query(std::string(term::kVendor) + "generic"));
@@ -264,6 +281,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     auto run_stage = [&](const Stage& stage, int index, std::vector<Hit>& hits, std::set<std::string>& seen) {
       enquire.set_query(Xapian::Query(Xapian::Query::OP_AND_NOT, Xapian::Query(Xapian::Query::OP_FILTER, text, stage.filter), exact_only));
       const Xapian::MSet mset = enquire.get_mset(0, static_cast<Xapian::doccount>(depth));
+      mset.fetch();  // remote shards: every hit's document in one round trip, not one each
       std::size_t added = 0;
       for (auto it = mset.begin(); it != mset.end(); ++it) {
         if (seen_docs.contains(*it)) continue;
