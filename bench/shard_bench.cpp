@@ -2,13 +2,6 @@
 // corpus for the single local index, the same corpus in 2 local shards, and 2 shards served by
 // xapian-tcpsrv on loopback. Builds the indexes and starts and stops the servers itself.
 // Usage: shard_bench [--upstream DIR] [--clients N] [--seconds S] [--rounds R]
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -25,57 +19,12 @@
 #include "kwiki/error.hpp"
 #include "kwiki/indexer.hpp"
 #include "kwiki/query.hpp"
+#include "tcpsrv_process.hpp"
 
-extern char** environ;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-unsigned free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-bool accepts(unsigned port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
-
-// xapian-tcpsrv in its own process group (on SIGTERM it signals its group).
-pid_t start_server(const std::string& shard, unsigned port) {
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
-  std::vector<std::string> args = {"xapian-tcpsrv", "--interface", "127.0.0.1", "--port", std::to_string(port), shard};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  if (posix_spawnp(&pid, "xapian-tcpsrv", &files, &attr, argv.data(), environ) != 0) pid = -1;
-  posix_spawn_file_actions_destroy(&files);
-  posix_spawnattr_destroy(&attr);
-  for (int i = 0; i < 100 && pid > 0 && !accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  return pid;
-}
 
 // Queries answered per second by `clients` threads, each with its own engine, for `seconds`.
 double throughput(const std::string& index, const kwiki::OpenOptions& open, const std::vector<std::string>& requests, int clients,
@@ -136,7 +85,7 @@ int main(int argc, char** argv) {
   }
   const fs::path work = fs::temp_directory_path() / ("kwiki-shard-bench-" + std::to_string(::getpid()));
   fs::create_directories(work);
-  std::vector<pid_t> servers;
+  std::vector<std::unique_ptr<kwiki::bench::TcpServerProcess>> servers;
   int status = 0;
   try {
     kwiki::IndexOptions single;
@@ -149,11 +98,9 @@ int main(int argc, char** argv) {
     const kwiki::IndexReport r2 = kwiki::build_index(sharded);
     std::string remote;
     for (const auto& dir : r2.shard_dirs) {
-      const unsigned port = free_port();
-      const pid_t pid = start_server(dir, port);
-      if (pid <= 0 || !accepts(port)) throw std::runtime_error("xapian-tcpsrv did not start (Debian package xapian-tools)");
-      servers.push_back(pid);
-      remote += (remote.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port);
+      servers.push_back(std::make_unique<kwiki::bench::TcpServerProcess>(dir, kwiki::bench::free_loopback_port()));
+      if (!servers.back()->listening()) throw std::runtime_error("xapian-tcpsrv did not start (Debian package xapian-tools)");
+      remote += (remote.empty() ? "" : ",") + servers.back()->endpoint();
     }
     std::printf("shard_bench: %zu records (foreign corpus), %zu requests from data/eval/queries.jsonl, %d clients, %.0f s x %d rounds\n",
                 r1.records, requests.size(), clients, seconds, rounds);
@@ -181,10 +128,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "shard_bench: %s\n", e.what());
     status = 1;
   }
-  for (pid_t pid : servers) {
-    ::kill(-pid, SIGTERM);
-    ::waitpid(pid, nullptr, 0);
-  }
+  servers.clear();
   std::error_code ec;
   fs::remove_all(work, ec);
   return status;

@@ -3,24 +3,15 @@
 // error naming its shard, not a hang.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "tcpsrv_process.hpp"
 #include "test_support.hpp"
-
-extern char** environ;
 
 namespace kwiki {
 namespace {
@@ -32,67 +23,8 @@ using test::run_kwiki;
 
 bool tcpsrv_present() { return std::system("command -v xapian-tcpsrv > /dev/null 2>&1") == 0; }
 
-// A loopback port nothing listens on now (the kernel picks it).
-unsigned free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-bool accepts(unsigned port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
-
-// One xapian-tcpsrv serving one shard, stopped on destruction. It runs in its own process group:
-// on SIGTERM the server signals its whole group, which must not include this test.
-class TcpServer {
- public:
-  TcpServer(const std::string& shard_dir, unsigned port) : port_(port) {
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawn_file_actions_t files;
-    posix_spawn_file_actions_init(&files);
-    posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
-    const std::string port_text = std::to_string(port);
-    std::vector<std::string> args = {"xapian-tcpsrv", "--interface", "127.0.0.1", "--port", port_text, shard_dir};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawnp(&pid_, "xapian-tcpsrv", &files, &attr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&files);
-    posix_spawnattr_destroy(&attr);
-    for (int i = 0; i < 100 && pid_ > 0 && !accepts(port_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ~TcpServer() { stop(); }
-  bool listening() const { return pid_ > 0 && accepts(port_); }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
-  void stop() {
-    if (pid_ <= 0) return;
-    ::kill(-pid_, SIGTERM);  // the server and the children it forked per connection
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  unsigned port_;
-};
+using TcpServer = bench::TcpServerProcess;
+unsigned free_port() { return bench::free_loopback_port(); }
 
 class Shards : public ::testing::Test {
  protected:
