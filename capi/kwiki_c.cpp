@@ -78,23 +78,31 @@ int kwiki_index(const char* request_json, char** out) {
     options.check_only = r.value("check", false);
     options.strict = r.value("strict", false);
     options.force = r.value("force", false);
+    options.shards = r.value("shards", std::size_t{1});
     const kwiki::IndexReport report = kwiki::build_index(options);
     ordered_json j = {{"index", options.index_dir}, {"generation", report.generation}, {"rebuilt", report.rebuilt},
                       {"records", report.records}, {"warnings", report.diagnostics.size()}};
+    if (!report.shard_dirs.empty()) j["shards"] = report.shard_dirs;
     *out = dup(kwiki::json_text(j));
     return KWIKI_OK;
   });
 }
 
-int kwiki_open(const char* index_dir, kwiki_engine** engine, char** error) {
+int kwiki_open_shards(const char* index_dir, const char* shards, kwiki_engine** engine, char** error) {
   if (engine) *engine = nullptr;
   return guarded(error, [&] {
     if (!engine) throw kwiki::Error(kwiki::ErrorCode::kUsage, "engine must not be NULL");
     const std::string dir = kwiki::resolve_index_dir(index_dir ? index_dir : "");
     kwiki::ensure_index(dir);
-    *engine = new kwiki_engine{kwiki::QueryEngine::open(dir)};
+    kwiki::OpenOptions options;
+    options.shards = shards ? shards : "";
+    *engine = new kwiki_engine{kwiki::QueryEngine::open(dir, options)};
     return KWIKI_OK;
   });
+}
+
+int kwiki_open(const char* index_dir, kwiki_engine** engine, char** error) {
+  return kwiki_open_shards(index_dir, nullptr, engine, error);
 }
 
 int kwiki_query(kwiki_engine* engine, const char* request_json, char** out) {

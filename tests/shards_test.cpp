@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "kwiki/kwiki.h"
 #include "tcpsrv_process.hpp"
 #include "test_support.hpp"
 
@@ -127,6 +128,29 @@ TEST_F(Shards, AStoppedServerIsAnErrorNamingItsShardNotAHang) {
   const RunResult after = run_kwiki({"query", "softmax on H100", "--json", "--index", dir_ / "sharded", "--remote", remote});
   EXPECT_EQ(after.exit_code, 4);
   EXPECT_NE(after.out.find(s1.endpoint()), std::string::npos) << after.out;
+}
+
+// The C API opens shards too; here the two shard folders, given directly (no server).
+TEST_F(Shards, TheCApiOpensShardsAndAnswersLikeTheSingleIndex) {
+  const std::string request = R"({"text": "online softmax for long rows", "brief": true})";
+  auto answer = [&](const std::string& index, const char* shards) {
+    kwiki_engine* engine = nullptr;
+    char* error = nullptr;
+    const int rc = kwiki_open_shards(index.c_str(), shards, &engine, &error);
+    EXPECT_EQ(rc, KWIKI_OK) << (error ? error : "");
+    kwiki_free(error);
+    if (rc != KWIKI_OK) return std::string();
+    char* out = nullptr;
+    EXPECT_EQ(kwiki_query(engine, request.c_str(), &out), KWIKI_OK);
+    std::string text = out ? out : "";
+    kwiki_free(out);
+    kwiki_close(engine);
+    return text;
+  };
+  const std::string shards = shard_dirs_[1] + "," + shard_dirs_[0];
+  const std::string single = answer(dir_ / "single", nullptr);
+  ASSERT_FALSE(single.empty());
+  EXPECT_EQ(answer(dir_ / "sharded", shards.c_str()), single);
 }
 
 TEST_F(Shards, ShardsOfAnotherGenerationOrAMissingShardAreRefused) {

@@ -28,12 +28,17 @@ enum {
 const char* kwiki_version(void);
 
 /** Builds or refreshes an index. request: {"wiki": [dirs], "internal": [dirs], "index": dir,
- *  "check": bool, "strict": bool, "force": bool}; "wiki" defaults to the bundled gpu-wiki. */
+ *  "check": bool, "strict": bool, "force": bool, "shards": n}; "wiki" defaults to the bundled
+ *  gpu-wiki. With "shards" >= 2 the answer lists the shard folders under "shards". */
 int kwiki_index(const char* request_json, char** out);
 
 /** Opens index_dir (NULL: $KWIKI_INDEX or ~/.cache/kwiki/index, built from the bundled
  *  gpu-wiki when missing). On failure *engine is NULL and *error holds the error JSON. */
 int kwiki_open(const char* index_dir, kwiki_engine** engine, char** error);
+
+/** As kwiki_open, but the full text comes from shards: "HOST:PORT,HOST:PORT" (xapian-tcpsrv),
+ *  shard folders or a Xapian stub file, every shard of index_dir's generation once. */
+int kwiki_open_shards(const char* index_dir, const char* shards, kwiki_engine** engine, char** error);
 
 /** Answers {"text": "...", "brief": bool, "max_bytes": n, "max_records": n, "explain": bool,
  *  "intent": {upstream 8-slot intent}} in the answer contract's shape. */
