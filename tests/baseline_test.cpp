@@ -96,6 +96,19 @@ TEST_F(Baseline, Mi300xGemmCompilesToMfmaAndSaysNotMeasured) {
   EXPECT_TRUE(memory["performance"]["latency_us"].is_null());
 }
 
+// MI308X is CDNA3 too: the plan targets gfx942 and the report carries the same static evidence.
+TEST_F(Baseline, Mi308xTargetsGfx942WithStaticEvidence) {
+  if (!hip_toolchain_present()) GTEST_SKIP() << "clang-19 and Debian's HIP headers are not installed (scripts/dev.sh deps)";
+  const std::string ws = plan("rms_norm", "MI308X", "ws-mi308x");
+  const RunResult r = run_kwiki({"baseline", "--workspace", ws, "--json", "--no-commit"});
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["static_evidence"]["target"], "gfx942");
+  ASSERT_TRUE(j["compiled"].get<bool>()) << j.dump();
+  EXPECT_GT(j["static_evidence"]["instructions"]["global_load_dwordx4"].get<int>(), 0);
+  EXPECT_NE(test::read_text(ws + "/baseline_report.md").find("no AMD GPU"), std::string::npos);
+}
+
 // CDNA4 needs LLVM 20; with clang-19 the kernel is still written and the report says why it was not built.
 TEST_F(Baseline, Mi355xWithAnOlderClangSaysWhyItWasNotCompiled) {
   const std::string ws = plan("rms_norm", "MI355X", "ws-mi355x");
