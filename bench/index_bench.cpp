@@ -98,6 +98,10 @@ int main(int argc, char** argv) {
   std::printf("index_bench: %u hardware threads\n", std::max(1u, static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN))));
   if (fs::is_directory(upstream)) report("upstream-gpu-wiki", upstream, scratch, runs);
   else std::printf("upstream-gpu-wiki      skipped: %s not found\n", upstream.c_str());
+  if (generated == 0) {  // --records 0: the foreign corpus only
+    fs::remove_all(scratch);
+    return 0;
+  }
   const std::string generated_dir = scratch + "/generated";
   std::fprintf(stderr, "index_bench: generating %zu records...\n", generated);
   const std::size_t bytes = kwiki::bench::generate_corpus(generated_dir, generated);
