@@ -27,6 +27,7 @@
 #include "record_builder.hpp"
 #include "schema_validator.hpp"
 #include "store_writer.hpp"
+#include "text_util.hpp"
 
 #ifndef KWIKI_SOURCE_WIKI_DIR
 #define KWIKI_SOURCE_WIKI_DIR ""
@@ -73,15 +74,6 @@ std::string read_file(const RecordFile& file, std::size_t max_bytes) {
   if (in.gcount() != static_cast<std::streamsize>(file.size))
     throw Error(ErrorCode::kUnreadable, "the file changed size while being read", file.path);
   return text;
-}
-
-std::string now_iso8601() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 std::string absolute_or_same(const std::string& path) {
@@ -302,7 +294,7 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
     if (writer) {
       std::map<std::string, std::string> meta = {
           {"generation", generation_name},
-          {"created_at", now_iso8601()},
+          {"created_at", detail::now_iso8601()},
           {"fingerprint", fingerprint.hex()},
           {"store_format", std::to_string(detail::kStoreFormat)},
           {"records", std::to_string(report.records)},

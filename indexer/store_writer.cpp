@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "sqlite_check.hpp"
+#include "text_util.hpp"
 
 namespace kwiki::detail {
 namespace {
@@ -44,17 +45,6 @@ CREATE INDEX records_by_type_product ON records(type, product);
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
-}
-
-// Aliases are matched after normalization: lowercase, spaces/underscores as '-'.
-std::string normalize_alias(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c)) out += static_cast<char>(std::tolower(c));
-    else if (!out.empty() && out.back() != '-') out += '-';
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out;
 }
 
 void fsync_path(const std::string& path) {

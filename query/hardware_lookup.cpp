@@ -7,19 +7,10 @@
 #include <cctype>
 
 #include "sqlite_check.hpp"
+#include "text_util.hpp"
 
 namespace kwiki::detail {
 namespace {
-
-std::string normalize_alias(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c)) out += static_cast<char>(std::tolower(c));
-    else if (!out.empty() && out.back() != '-') out += '-';
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out;
-}
 
 std::optional<std::pair<std::string, std::string>> alias_target(StatementCache& db, const std::string& alias) {
   Statement& s = db.get("SELECT target,key FROM aliases WHERE alias=?1 AND kind='product' ORDER BY key LIMIT 1");

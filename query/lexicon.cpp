@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "kwiki/error.hpp"
+#include "text_util.hpp"
 
 namespace kwiki::detail {
 
@@ -123,16 +124,7 @@ std::string Lexicon::nearest_word(const std::string& word) const {
     const std::string_view phrase = entry.phrase;
     if (phrase.find(' ') != std::string::npos || phrase.size() + allowed < word.size() || phrase.size() > word.size() + allowed) continue;
     if (entry.kind == LexKind::kIntent) continue;
-    // Levenshtein distance, rows of the shorter word.
-    std::vector<std::size_t> prev(phrase.size() + 1), cur(phrase.size() + 1);
-    for (std::size_t j = 0; j <= phrase.size(); ++j) prev[j] = j;
-    for (std::size_t i = 1; i <= word.size(); ++i) {
-      cur[0] = i;
-      for (std::size_t j = 1; j <= phrase.size(); ++j)
-        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (word[i - 1] == phrase[j - 1] ? 0 : 1)});
-      std::swap(prev, cur);
-    }
-    const std::size_t d = prev[phrase.size()];
+    const std::size_t d = edit_distance(word, phrase);
     if (d < best_distance || (d == best_distance && phrase < best)) {
       best_distance = d;
       best = std::string(phrase);

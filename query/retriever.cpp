@@ -11,6 +11,7 @@
 
 #include "kwiki/error.hpp"
 #include "store_writer.hpp"
+#include "text_util.hpp"
 
 namespace kwiki::detail {
 namespace {
@@ -72,17 +73,6 @@ Xapian::Query any_of(const char* prefix, const std::vector<std::string>& values)
   return Xapian::Query(Xapian::Query::OP_OR, terms.begin(), terms.end());
 }
 
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 // A fresh match-everything query. Not Xapian::Query::MatchAll: copies of that shared static
 // bump a non-atomic reference count, a data race when engines run on several threads.

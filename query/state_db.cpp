@@ -10,6 +10,7 @@
 
 #include "kwiki/error.hpp"
 #include "sqlite_check.hpp"
+#include "text_util.hpp"
 
 namespace kwiki::detail {
 namespace {
@@ -23,15 +24,6 @@ CREATE TABLE IF NOT EXISTS worth(key TEXT PRIMARY KEY, served INTEGER NOT NULL D
   effective INTEGER NOT NULL DEFAULT 0, ineffective INTEGER NOT NULL DEFAULT 0);
 PRAGMA user_version=1;
 )sql";
-
-std::string now_iso8601() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 }  // namespace
 

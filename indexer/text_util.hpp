@@ -1,0 +1,19 @@
+// Small text helpers shared by the indexer and the query engine.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace kwiki::detail {
+
+/// The current UTC time as "YYYY-MM-DDTHH:MM:SSZ".
+std::string now_iso8601();
+
+/// A product alias as stored and looked up: lowercase alphanumerics, other runs as one '-'.
+std::string normalize_alias(const std::string& s);
+
+/// Levenshtein distance between two byte strings.
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+}  // namespace kwiki::detail
