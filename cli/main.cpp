@@ -155,12 +155,14 @@ int run_stats(const std::string& index_option, const OutputFlags& out) {
     ordered_json roots = ordered_json::array();
     for (const auto& r : st.roots) roots.push_back({{"store", r.store}, {"path", r.path}, {"records", r.records}});
     j["roots"] = roots;
+    if (!st.shard_dirs.empty()) j["shards"] = st.shard_dirs;
     print_line(kwiki::json_text(j));
     return kExitOk;
   }
   std::printf("generation %s (built %s): %zu records, %zu warning(s)\n", st.generation.c_str(), st.created_at.c_str(),
               st.records, st.warnings);
   for (const auto& r : st.roots) std::printf("  root  %-18s %6zu  %s\n", r.store.c_str(), r.records, r.path.c_str());
+  for (const auto& d : st.shard_dirs) std::printf("  full-text shard  %s\n", d.c_str());
   auto section = [](const char* name, const std::map<std::string, std::size_t>& m) {
     std::printf("%s:\n", name);
     for (const auto& [k, v] : m) std::printf("  %-24s %6zu\n", k.c_str(), v);

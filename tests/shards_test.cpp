@@ -37,6 +37,9 @@ class Shards : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     shard_dirs_ = json::parse(r.out)["shards"].get<std::vector<std::string>>();
     ASSERT_EQ(shard_dirs_.size(), 2u);
+    const RunResult stats = run_kwiki({"stats", "--json", "--index", dir_ / "sharded"});
+    ASSERT_EQ(stats.exit_code, 0);
+    EXPECT_EQ(json::parse(stats.out)["shards"].get<std::vector<std::string>>(), shard_dirs_);
   }
 
   // The first 50 requests of the evaluation set.

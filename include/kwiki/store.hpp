@@ -26,6 +26,7 @@ struct StoreStats {
     std::size_t records = 0;
   };
   std::vector<Root> roots;
+  std::vector<std::string> shard_dirs;  ///< full-text shard folders when built with --shards N
 };
 
 /// An open, read-only view of one generation. It keeps serving that generation even when a
