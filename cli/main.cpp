@@ -423,7 +423,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Exit codes: 0 answer, 1 valid request with nothing found, 2 usage or input error,\n"
-      "3 not recorded, 4 runtime failure (index missing or corrupt).\n"
+      "3 not recorded, 4 runtime failure (index missing or corrupt, a shard unreachable, a build failure),\n5 baseline built but not measured (no suitable GPU).\n"
       "The index lives in --index DIR, else $KWIKI_INDEX, else ~/.cache/kwiki/index; commands that need\n"
       "one build it from the bundled gpu-wiki on first use.");
   std::string index_option;
