@@ -319,14 +319,8 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
     if (!staging.empty()) detail::remove_tree_quietly(staging);
     throw;
   }
-  if (!options.check_only && !report.generation.empty()) {
-    std::error_code ec;
-    for (std::size_t k = 0;; ++k) {
-      const std::string dir = options.index_dir + "/" + report.generation + "/" + detail::shard_dir_name(k);
-      if (!std::filesystem::is_directory(dir, ec)) break;
-      report.shard_dirs.push_back(dir);
-    }
-  }
+  if (!options.check_only && !report.generation.empty())
+    report.shard_dirs = detail::shard_dirs(options.index_dir + "/" + report.generation);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return report;
 }

@@ -135,12 +135,7 @@ std::vector<HardwareFact> Store::facts(std::string_view key) const {
 StoreStats Store::stats() const {
   StoreStats st;
   st.generation = impl_->generation;
-  std::error_code ec;
-  for (std::size_t k = 0;; ++k) {
-    const std::string dir = generation_dir() + "/" + detail::shard_dir_name(k);
-    if (!std::filesystem::is_directory(dir, ec)) break;
-    st.shard_dirs.push_back(dir);
-  }
+  st.shard_dirs = detail::shard_dirs(generation_dir());
   {
     detail::Statement m(impl_->db, "SELECT key,value FROM meta");
     while (m.step()) {

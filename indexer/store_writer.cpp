@@ -104,6 +104,16 @@ StoreWriter::~StoreWriter() {
   if (impl_->db) sqlite3_close(impl_->db);
 }
 
+std::vector<std::string> shard_dirs(const std::string& generation_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (std::size_t k = 0;; ++k) {
+    std::string dir = generation_dir + "/" + shard_dir_name(k);
+    if (!std::filesystem::is_directory(dir, ec)) return out;
+    out.push_back(std::move(dir));
+  }
+}
+
 std::string encode_search_data(const Record& r) {
   auto join = [](const std::vector<std::string>& v) {
     std::string out;

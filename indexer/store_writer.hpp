@@ -20,6 +20,8 @@ inline constexpr const char* kStoreFile = "store.sqlite";
 inline constexpr const char* kXapianDir = "xapian";
 /// Shard K lives in this folder next to the stub.
 inline std::string shard_dir_name(std::size_t k) { return "xapian-shard-" + std::to_string(k); }
+/// The shard folders of a generation, in order (empty when it is not sharded).
+std::vector<std::string> shard_dirs(const std::string& generation_dir);
 /// Xapian metadata keys each shard carries, checked by readers that open shards one by one.
 inline constexpr const char* kShardKey = "kwiki:shard";              ///< "K/N"
 inline constexpr const char* kFingerprintKey = "kwiki:fingerprint";  ///< the generation's corpus fingerprint

@@ -24,8 +24,8 @@ using test::run_kwiki;
 
 bool tcpsrv_present() { return std::system("command -v xapian-tcpsrv > /dev/null 2>&1") == 0; }
 
+using bench::free_loopback_port;
 using TcpServer = bench::TcpServerProcess;
-unsigned free_port() { return bench::free_loopback_port(); }
 
 class Shards : public ::testing::Test {
  protected:
@@ -57,8 +57,8 @@ class Shards : public ::testing::Test {
 };
 
 TEST_F(Shards, TwoRemoteShardsAnswerByteIdenticallyToTheSingleIndex) {
-  TcpServer s0(shard_dirs_[0], free_port());
-  TcpServer s1(shard_dirs_[1], free_port());
+  TcpServer s0(shard_dirs_[0], free_loopback_port());
+  TcpServer s1(shard_dirs_[1], free_loopback_port());
   ASSERT_TRUE(s0.listening() && s1.listening()) << "xapian-tcpsrv did not start";
   // Given in the wrong order on purpose: kwiki orders shards by their own metadata.
   const std::string remote = s1.endpoint() + "," + s0.endpoint();
@@ -78,7 +78,7 @@ TEST_F(Shards, TwoRemoteShardsAnswerByteIdenticallyToTheSingleIndex) {
 }
 
 TEST_F(Shards, AMixOfLocalAndRemoteThroughAStubFileAnswersTheSame) {
-  TcpServer s0(shard_dirs_[0], free_port());
+  TcpServer s0(shard_dirs_[0], free_loopback_port());
   ASSERT_TRUE(s0.listening());
   const std::string stub = dir_ / "mix.stub";
   test::write_text(stub, "remote :" + s0.endpoint() + "\nauto " + shard_dirs_[1] + "\n");
@@ -90,8 +90,8 @@ TEST_F(Shards, AMixOfLocalAndRemoteThroughAStubFileAnswersTheSame) {
 }
 
 TEST_F(Shards, AStoppedServerIsAnErrorNamingItsShardNotAHang) {
-  TcpServer s0(shard_dirs_[0], free_port());
-  TcpServer s1(shard_dirs_[1], free_port());
+  TcpServer s0(shard_dirs_[0], free_loopback_port());
+  TcpServer s1(shard_dirs_[1], free_loopback_port());
   ASSERT_TRUE(s0.listening() && s1.listening());
   const std::string remote = s0.endpoint() + "," + s1.endpoint();
   // A long-running client (the MCP server) answers, loses shard 1 mid-run, then says which.
@@ -157,7 +157,7 @@ TEST_F(Shards, TheCApiOpensShardsAndAnswersLikeTheSingleIndex) {
 }
 
 TEST_F(Shards, ShardsOfAnotherGenerationOrAMissingShardAreRefused) {
-  TcpServer s0(shard_dirs_[0], free_port());
+  TcpServer s0(shard_dirs_[0], free_loopback_port());
   ASSERT_TRUE(s0.listening());
   const RunResult missing = run_kwiki({"query", "softmax", "--json", "--index", dir_ / "sharded", "--remote", s0.endpoint()});
   EXPECT_EQ(missing.exit_code, 4);
