@@ -20,62 +20,16 @@
 namespace kwiki_silu_and_mul {
 
 /// silu(g) = g / (1 + exp(-g)), in fp32.
-KWIKI_DEVICE float activation(float g) {
-  return g / (1.f + expf(-g));
-}
-
-/// Grid-stride over T x (I / W) vectors of W outputs. IdxT: unsigned 32- or 64-bit.
-template <typename T, int W, typename IdxT>
-KWIKI_GLOBAL void __launch_bounds__(256)
-silu_and_mul_kernel(const T* __restrict__ x, T* __restrict__ out, IdxT rows, IdxT I) {
-  const IdxT cols = I / W;  // vectors per output row (W divides I)
-  const IdxT total = rows * cols;
-  const IdxT stride = static_cast<IdxT>(gridDim.x) * blockDim.x;
-  for (IdxT v = static_cast<IdxT>(blockIdx.x) * blockDim.x + threadIdx.x; v < total; v += stride) {
-    const IdxT t = v / cols;
-    const IdxT c = v - t * cols;
-    const T* gate = x + t * (2 * I) + c * W;
-    kwiki::Packed<T, W> g;
-    kwiki::Packed<T, W> u;
-    g.load(gate);
-    u.load(gate + I);
-    float o[W];
-#pragma unroll
-    for (int j = 0; j < W; ++j) o[j] = activation(g.get(j)) * u.get(j);
-    kwiki::store_f32<W>(out + t * I + c * W, o);
+struct Activation {
+  KWIKI_DEVICE static float apply(float g) {
+    return g / (1.f + expf(-g));
   }
-}
-
-template <typename T, int W>
-inline int launch_w(const T* x, T* out, long long rows, long long I, kwiki_stream_t stream) {
-  const long long total = rows * (I / W);
-  const int block = 256;
-  long long grid = kwiki::ceil_div(total, block);
-  const long long cap = 8ll * kwiki::multiprocessor_count();
-  if (grid > cap) grid = cap;
-  if (grid < 1) grid = 1;
-  // 32-bit indices when the largest index (2*T*I) and the loop counter's overshoot fit.
-  const bool fits32 = 2 * rows * I + grid * block < (1ll << 32);
-  if (fits32) {
-    silu_and_mul_kernel<T, W, unsigned int><<<dim3(static_cast<unsigned>(grid)), dim3(block), 0, stream>>>(
-        x, out, static_cast<unsigned int>(rows), static_cast<unsigned int>(I));
-  } else {
-    silu_and_mul_kernel<T, W, unsigned long long><<<dim3(static_cast<unsigned>(grid)), dim3(block), 0, stream>>>(
-        x, out, static_cast<unsigned long long>(rows), static_cast<unsigned long long>(I));
-  }
-  return kwiki_last_error();
-}
+};
 
 /// Launches silu_and_mul on `stream`; 0, the launch error, or -1 for sizes it cannot serve.
 template <typename T>
 inline int launch(const T* x, T* out, long long rows, long long I, kwiki_stream_t stream) {
-  if (rows < 0 || I <= 0) return -1;
-  if (rows == 0) return 0;
-  if (rows > (1ll << 40) / I) return -1;  // keeps 2*T*I far from overflow
-  constexpr int V = kwiki::vec_width<T>();
-  const bool vec_ok = kwiki::aligned16(x) && kwiki::aligned16(out) && I % V == 0;
-  if (vec_ok) return launch_w<T, V>(x, out, rows, I, stream);
-  return launch_w<T, 1>(x, out, rows, I, stream);
+  return kwiki::launch_gated_mul<Activation>(x, out, rows, I, stream);
 }
 
 }  // namespace kwiki_silu_and_mul
