@@ -124,7 +124,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     const std::string gqa_rec = wiki.ask("GQA", "GQA decode attention load each KV head once for its query heads");
     const std::string page_rec = wiki.ask("paging", "paged attention block table page gather vectorized loads");
     add("mapping", "one block per (sequence, KV head, split); the block serves all query heads of its GQA group", gqa_rec);
-    add("split-KV", "splits = clamp(ceil(2 x " + std::to_string(units) + " " + t.compute_unit_name +
+    add("split-KV", "splits = clamp(ceil(16 x " + std::to_string(units) + " " + t.compute_unit_name +
                         "s / (batch x KV heads)), 1, ceil(context / 512)); a second kernel merges partials with their log-sum-exp",
         split_rec);
     add("data movement", "16-byte loads of K and V rows through the block table (page size 16); each KV element read once", page_rec);

@@ -121,7 +121,10 @@ class Model(torch.nn.Module):
             mb = bt.shape[1]
             max_len = mb * page
             sms = torch.cuda.get_device_properties(q.device).multi_processor_count
-            splits = max(1, min(math.ceil(max_len / 512), math.ceil(2 * sms / (b * hkv))))
+            # About 16 blocks of 4 warps per SM: each warp waits on its K/V loads, so the SM needs
+            # many resident warps (H200, B32 ctx16384: 2 splits 1.63 TB/s, 16 splits 2.17 TB/s;
+            # bench/gpu/decode_split_sweep.cu). At most one split per 512 tokens.
+            splits = max(1, min(math.ceil(max_len / 512), math.ceil(16 * sms / (b * hkv))))
             out = _poisoned(q.shape, q.dtype, q.device)
             po = torch.empty((b, hq, splits, d), dtype=torch.float32, device=q.device)
             pl = torch.empty((b, hq, splits), dtype=torch.float32, device=q.device)

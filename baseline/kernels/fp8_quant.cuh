@@ -10,8 +10,9 @@
 // Design: as rms_norm.cuh (one row per block, or per warp for short rows; the row read once
 // into registers with 16-byte loads; amax reduced with warp butterflies then shared memory),
 // the bytes stored W at a time (8 bytes per 16-byte input vector of bf16/fp16). Rows longer
-// than 16384 elements (4096 scalar) are re-read from L2 by a looping kernel. The division x / scale is a
-// true fp32 division, as the reference computes it.
+// than 16384 elements (4096 scalar) are re-read from L2 by a looping kernel. x / scale is the
+// product with the row's reciprocal plus one fma correction (divide_by_scale), which matches the
+// reference's fp32 division but for rare last-ulp cases at a fp8 rounding tie.
 #ifndef KWIKI_FP8_QUANT_CUH
 #define KWIKI_FP8_QUANT_CUH
 
@@ -72,59 +73,77 @@ KWIKI_DEVICE unsigned char to_fp8(float v) {
 #endif
 }
 
-/// Quantizes W values (x / scale, clamped) and stores the W bytes at once.
+/// x / scale from the row's reciprocal: the product, then one fma correction with the residual
+/// x - q * scale. Equal to the true fp32 division except in rare last-ulp cases, and a
+/// last-ulp difference can change the fp8 byte only at an exact rounding tie; a fraction of
+/// the division's instructions, which bound this kernel.
+KWIKI_DEVICE float divide_by_scale(float x, float scale, float inv) {
+  const float q0 = x * inv;
+  return fmaf(fmaf(-q0, scale, x), inv, q0);
+}
+
+/// Quantizes W values (x / scale, clamped) and stores the W bytes at once; on CUDA two values
+/// per conversion instruction.
 template <int W>
-KWIKI_DEVICE void quant_store(unsigned char* __restrict__ q, const float (&f)[W], float scale, float fp8_max) {
+KWIKI_DEVICE void quant_store(unsigned char* __restrict__ q, const float (&f)[W], float scale, float inv, float fp8_max) {
   kwiki::Bytes<W> b;
+  constexpr bool kPairs = KWIKI_PLATFORM_CUDA && W % 2 == 0;
+  if constexpr (kPairs) {
+#if KWIKI_PLATFORM_CUDA
 #pragma unroll
-  for (int j = 0; j < W; ++j) b.b[j] = to_fp8(fminf(fmaxf(f[j] / scale, -fp8_max), fp8_max));
+    for (int j = 0; j < W; j += 2) {
+      const float2 pair = make_float2(fminf(fmaxf(divide_by_scale(f[j], scale, inv), -fp8_max), fp8_max),
+                                      fminf(fmaxf(divide_by_scale(f[j + 1], scale, inv), -fp8_max), fp8_max));
+      const unsigned short two = __nv_cvt_float2_to_fp8x2(pair, __NV_SATFINITE, __NV_E4M3);  // .x in the low byte
+      b.b[j] = static_cast<unsigned char>(two & 0xffu);
+      b.b[j + 1] = static_cast<unsigned char>(two >> 8);
+    }
+#endif
+  } else {
+#pragma unroll
+    for (int j = 0; j < W; ++j) b.b[j] = to_fp8(fminf(fmaxf(divide_by_scale(f[j], scale, inv), -fp8_max), fp8_max));
+  }
   *reinterpret_cast<kwiki::Bytes<W>*>(q) = b;
 }
 
-/// Row kept in registers: VPT accesses of W elements per thread, plus one tail element.
+/// Row kept in registers: VPT accesses of W elements per thread (H a multiple of W); the next
+/// row's slice is loaded while this one is reduced and written.
 template <typename T, int W, int VPT, bool kWarpRow>
 KWIKI_GLOBAL void __launch_bounds__(1024)
 fp8_quant_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, float* __restrict__ scale, long long rows, int H,
                  float fp8_max) {
   using G = kwiki::RowGroup<kWarpRow>;
+  using Slice = kwiki::RowSlice<T, W, VPT>;
   const int r = G::rank();
   const int gs = G::size();
   const int nacc = H / W;
-  const int tail = H - nacc * W;
-  for (long long row = G::first_row(); row < rows; row += G::row_stride()) {
-    const T* xr = x + row * H;
-    unsigned char* qr = q + row * H;
-    kwiki::Packed<T, W> v[VPT];
-    float tv = 0.f;
-    float amax = 0.f;
+  kwiki::for_each_row_prefetched<G, Slice>(
+      rows, [&](long long row, Slice& sl) { sl.load(x + row * H, r, gs, nacc); },
+      [&](long long row, const Slice& sl) {
+        unsigned char* qr = q + row * H;
+        float amax = 0.f;
 #pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int a = r + i * gs;
-      if (a < nacc) {
-        v[i].load(xr + static_cast<long long>(a) * W);
+        for (int i = 0; i < VPT; ++i) {
+          if (r + i * gs < nacc) {
 #pragma unroll
-        for (int j = 0; j < W; ++j) amax = fmaxf(amax, fabsf(v[i].get(j)));
-      }
-    }
-    if (W > 1 && r < tail) {
-      tv = kwiki_to_float(xr[nacc * W + r]);
-      amax = fmaxf(amax, fabsf(tv));
-    }
-    amax = G::max(amax);
-    const float s = fmaxf(amax, 1e-12f) / fp8_max;
-    if (r == 0) scale[row] = s;
+            for (int j = 0; j < W; ++j) amax = fmaxf(amax, fabsf(sl.v[i].get(j)));
+          }
+        }
+        amax = G::max(amax);
+        const float s = fmaxf(amax, 1e-12f) / fp8_max;
+        const float inv = 1.f / s;
+        if (r == 0) scale[row] = s;
 #pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int a = r + i * gs;
-      if (a < nacc) {
-        float f[W];
+        for (int i = 0; i < VPT; ++i) {
+          const int a = r + i * gs;
+          if (a < nacc) {
+            float f[W];
 #pragma unroll
-        for (int j = 0; j < W; ++j) f[j] = v[i].get(j);
-        quant_store<W>(qr + static_cast<long long>(a) * W, f, s, fp8_max);
-      }
-    }
-    if (W > 1 && r < tail) qr[nacc * W + r] = to_fp8(fminf(fmaxf(tv / s, -fp8_max), fp8_max));
-  }
+            for (int j = 0; j < W; ++j) f[j] = sl.v[i].get(j);
+            quant_store<W>(qr + static_cast<long long>(a) * W, f, s, inv, fp8_max);
+          }
+        }
+      });
 }
 
 /// Rows longer than the register capacity: amax pass, then a second read (from L2) to quantize.
@@ -149,16 +168,17 @@ fp8_quant_loop_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, fl
     if (W > 1 && r < tail) amax = fmaxf(amax, fabsf(kwiki_to_float(xr[nacc * W + r])));
     amax = kwiki::block_reduce_max(amax);
     const float s = fmaxf(amax, 1e-12f) / fp8_max;
+    const float inv = 1.f / s;
     if (r == 0) scale[row] = s;
     for (int a = r; a < nacc; a += gs) {
       const long long off = static_cast<long long>(a) * W;
       float f[W];
       kwiki::load_f32<W>(xr + off, f);
-      quant_store<W>(qr + off, f, s, fp8_max);
+      quant_store<W>(qr + off, f, s, inv, fp8_max);
     }
     if (W > 1 && r < tail) {
       const int e = nacc * W + r;
-      qr[e] = to_fp8(fminf(fmaxf(kwiki_to_float(xr[e]) / s, -fp8_max), fp8_max));
+      qr[e] = to_fp8(fminf(fmaxf(divide_by_scale(kwiki_to_float(xr[e]), s, inv), -fp8_max), fp8_max));
     }
   }
 }
@@ -174,7 +194,8 @@ inline int launch_w(const T* x, unsigned char* q, float* scale, long long rows, 
     if constexpr (VPT == 0) {
       fp8_quant_loop_kernel<T, W><<<grid, block, 0, stream>>>(x, q, scale, rows, H, fp8_max);
     } else {
-      fp8_quant_kernel<T, W, VPT, kWarpRow><<<grid, block, 0, stream>>>(x, q, scale, rows, H, fp8_max);
+      const auto kernel = fp8_quant_kernel<T, W, VPT, kWarpRow>;
+      kernel<<<kwiki::resident_row_grid(kernel, L), block, 0, stream>>>(x, q, scale, rows, H, fp8_max);
     }
   });
   return kwiki_last_error();
@@ -190,7 +211,7 @@ inline int launch(const T* x, unsigned char* q, float* scale, long long rows, lo
   if (rows == 0) return 0;
   constexpr int V = kwiki::vec_width<T>();
   // q rows start W-byte aligned when H is a multiple of W (and q 16-byte aligned).
-  const bool vec_ok = kwiki::aligned16(x) && kwiki::aligned16(q) && (H % V == 0 || rows == 1);
+  const bool vec_ok = kwiki::aligned16(x) && kwiki::aligned16(q) && H % V == 0;
   if (vec_ok) return launch_w<T, V>(x, q, scale, rows, static_cast<int>(H), static_cast<float>(fp8_max), stream);
   return launch_w<T, 1>(x, q, scale, rows, static_cast<int>(H), static_cast<float>(fp8_max), stream);
 }

@@ -17,71 +17,59 @@
 
 namespace kwiki_layer_norm {
 
-/// Row kept in registers: VPT accesses of W elements per thread, plus one tail element.
+/// Row kept in registers: VPT accesses of W elements per thread (H a multiple of W); the next
+/// row's slice is loaded while this one is reduced and written.
 template <typename T, int W, int VPT, bool kWarpRow>
 KWIKI_GLOBAL void __launch_bounds__(1024)
 layer_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ out,
                   long long rows, int H, float eps) {
   using G = kwiki::RowGroup<kWarpRow>;
+  using Slice = kwiki::RowSlice<T, W, VPT>;
   const int r = G::rank();
   const int gs = G::size();
   const int nacc = H / W;
-  const int tail = H - nacc * W;
-  const float hf = static_cast<float>(H);
-  for (long long row = G::first_row(); row < rows; row += G::row_stride()) {
-    const T* xr = x + row * H;
-    T* outr = out + row * H;
-    kwiki::Packed<T, W> v[VPT];
-    float tv = 0.f;
-    float sum = 0.f;
+  const float inv_h = 1.f / static_cast<float>(H);
+  kwiki::for_each_row_prefetched<G, Slice>(
+      rows, [&](long long row, Slice& s) { s.load(x + row * H, r, gs, nacc); },
+      [&](long long row, const Slice& s) {
+        T* outr = out + row * H;
+        float sum = 0.f;
 #pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int a = r + i * gs;
-      if (a < nacc) {
-        v[i].load(xr + static_cast<long long>(a) * W);
+        for (int i = 0; i < VPT; ++i) {
+          if (r + i * gs < nacc) {
 #pragma unroll
-        for (int j = 0; j < W; ++j) sum += v[i].get(j);
-      }
-    }
-    if (W > 1 && r < tail) {
-      tv = kwiki_to_float(xr[nacc * W + r]);
-      sum += tv;
-    }
-    const float mean = G::sum(sum) / hf;
-    float sq = 0.f;
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int a = r + i * gs;
-      if (a < nacc) {
-#pragma unroll
-        for (int j = 0; j < W; ++j) {
-          const float d = v[i].get(j) - mean;
-          sq += d * d;
+            for (int j = 0; j < W; ++j) sum += s.v[i].get(j);
+          }
         }
-      }
-    }
-    if (W > 1 && r < tail) sq += (tv - mean) * (tv - mean);
-    const float rstd = rsqrtf(G::sum(sq) / hf + eps);
+        const float mean = G::sum(sum) * inv_h;
+        float sq = 0.f;
 #pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int a = r + i * gs;
-      if (a < nacc) {
-        const long long off = static_cast<long long>(a) * W;
-        float w[W];
-        float b[W];
-        float o[W];
-        kwiki::load_f32<W>(weight + off, w);
-        kwiki::load_f32<W>(bias + off, b);
+        for (int i = 0; i < VPT; ++i) {
+          if (r + i * gs < nacc) {
 #pragma unroll
-        for (int j = 0; j < W; ++j) o[j] = (v[i].get(j) - mean) * rstd * w[j] + b[j];
-        kwiki::store_f32<W>(outr + off, o);
-      }
-    }
-    if (W > 1 && r < tail) {
-      const int e = nacc * W + r;
-      outr[e] = kwiki_from_float<T>((tv - mean) * rstd * kwiki_to_float(weight[e]) + kwiki_to_float(bias[e]));
-    }
-  }
+            for (int j = 0; j < W; ++j) {
+              const float d = s.v[i].get(j) - mean;
+              sq += d * d;
+            }
+          }
+        }
+        const float rstd = rsqrtf(G::sum(sq) * inv_h + eps);
+#pragma unroll
+        for (int i = 0; i < VPT; ++i) {
+          const int a = r + i * gs;
+          if (a < nacc) {
+            const long long off = static_cast<long long>(a) * W;
+            float w[W];
+            float b[W];
+            float o[W];
+            kwiki::load_f32<W>(weight + off, w);
+            kwiki::load_f32<W>(bias + off, b);
+#pragma unroll
+            for (int j = 0; j < W; ++j) o[j] = (s.v[i].get(j) - mean) * rstd * w[j] + b[j];
+            kwiki::store_f32<W>(outr + off, o);
+          }
+        }
+      });
 }
 
 /// Rows longer than the register capacity: mean, variance and output passes over L2.
@@ -149,7 +137,8 @@ inline int launch_w(const T* x, const T* weight, const T* bias, T* out, long lon
     if constexpr (VPT == 0) {
       layer_norm_loop_kernel<T, W><<<grid, block, 0, stream>>>(x, weight, bias, out, rows, H, eps);
     } else {
-      layer_norm_kernel<T, W, VPT, kWarpRow><<<grid, block, 0, stream>>>(x, weight, bias, out, rows, H, eps);
+      const auto kernel = layer_norm_kernel<T, W, VPT, kWarpRow>;
+      kernel<<<kwiki::resident_row_grid(kernel, L), block, 0, stream>>>(x, weight, bias, out, rows, H, eps);
     }
   });
   return kwiki_last_error();
@@ -162,7 +151,7 @@ inline int launch(const T* x, const T* weight, const T* bias, T* out, long long 
   if (rows == 0) return 0;
   constexpr int V = kwiki::vec_width<T>();
   const bool vec_ok = kwiki::aligned16(x) && kwiki::aligned16(weight) && kwiki::aligned16(bias) && kwiki::aligned16(out) &&
-                      (H % V == 0 || rows == 1);
+                      H % V == 0;
   if (vec_ok) return launch_w<T, V>(x, weight, bias, out, rows, static_cast<int>(H), eps, stream);
   return launch_w<T, 1>(x, weight, bias, out, rows, static_cast<int>(H), eps, stream);
 }

@@ -8,10 +8,10 @@
 // Design (memory-bound): one row per block (one row per warp when the row is at most a warp
 // of vectors), the row read once into registers with 16-byte loads and written once; the
 // sum of squares reduced with warp butterflies then one value per warp through shared memory.
+// A resident grid strides over the rows and loads the next row while reducing this one.
 // Rows longer than 16384 elements (4096 on the scalar path) are re-read (from L2) by a
-// looping kernel. The vector path needs 16-byte aligned pointers and rows that start aligned
-// (H a multiple of the vector width, or a single row, whose non-multiple remainder is a
-// scalar tail); otherwise scalar (still coalesced) accesses.
+// looping kernel. The vector path needs 16-byte aligned pointers and H a multiple of the
+// vector width; otherwise scalar (still coalesced) accesses.
 #ifndef KWIKI_RMS_NORM_CUH
 #define KWIKI_RMS_NORM_CUH
 
@@ -19,53 +19,47 @@
 
 namespace kwiki_rms_norm {
 
-/// Row kept in registers: VPT accesses of W elements per thread, plus one tail element.
+/// Row kept in registers: VPT accesses of W elements per thread (H a multiple of W); the next
+/// row's slice is loaded while this one is reduced and written.
 template <typename T, int W, int VPT, bool kWarpRow>
 KWIKI_GLOBAL void __launch_bounds__(1024)
 rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ out, long long rows, int H, float eps) {
   using G = kwiki::RowGroup<kWarpRow>;
+  using Slice = kwiki::RowSlice<T, W, VPT>;
   const int r = G::rank();
   const int gs = G::size();
   const int nacc = H / W;
-  const int tail = H - nacc * W;  // 0 unless a single unaligned-length row takes the vector path
-  for (long long row = G::first_row(); row < rows; row += G::row_stride()) {
-    const T* xr = x + row * H;
-    T* outr = out + row * H;
-    kwiki::Packed<T, W> v[VPT];  // this thread's slice of the row, packed in registers
-    float tv = 0.f;
-    float ss = 0.f;
+  const float inv_h = 1.f / static_cast<float>(H);
+  kwiki::for_each_row_prefetched<G, Slice>(
+      rows, [&](long long row, Slice& s) { s.load(x + row * H, r, gs, nacc); },
+      [&](long long row, const Slice& s) {
+        T* outr = out + row * H;
+        float ss = 0.f;
 #pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int a = r + i * gs;
-      if (a < nacc) {
-        v[i].load(xr + static_cast<long long>(a) * W);
+        for (int i = 0; i < VPT; ++i) {
+          if (r + i * gs < nacc) {
 #pragma unroll
-        for (int j = 0; j < W; ++j) {
-          const float f = v[i].get(j);
-          ss += f * f;
+            for (int j = 0; j < W; ++j) {
+              const float f = s.v[i].get(j);
+              ss += f * f;
+            }
+          }
         }
-      }
-    }
-    if (W > 1 && r < tail) {
-      tv = kwiki_to_float(xr[nacc * W + r]);
-      ss += tv * tv;
-    }
-    ss = G::sum(ss);
-    const float rstd = rsqrtf(ss / static_cast<float>(H) + eps);
+        ss = G::sum(ss);
+        const float rstd = rsqrtf(ss * inv_h + eps);
 #pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int a = r + i * gs;
-      if (a < nacc) {
-        float w[W];
-        float o[W];
-        kwiki::load_f32<W>(weight + static_cast<long long>(a) * W, w);
+        for (int i = 0; i < VPT; ++i) {
+          const int a = r + i * gs;
+          if (a < nacc) {
+            float w[W];
+            float o[W];
+            kwiki::load_f32<W>(weight + static_cast<long long>(a) * W, w);
 #pragma unroll
-        for (int j = 0; j < W; ++j) o[j] = v[i].get(j) * rstd * w[j];
-        kwiki::store_f32<W>(outr + static_cast<long long>(a) * W, o);
-      }
-    }
-    if (W > 1 && r < tail) outr[nacc * W + r] = kwiki_from_float<T>(tv * rstd * kwiki_to_float(weight[nacc * W + r]));
-  }
+            for (int j = 0; j < W; ++j) o[j] = s.v[i].get(j) * rstd * w[j];
+            kwiki::store_f32<W>(outr + static_cast<long long>(a) * W, o);
+          }
+        }
+      });
 }
 
 /// Rows longer than the register capacity: two passes, the second re-reads x (from L2).
@@ -120,7 +114,8 @@ inline int launch_w(const T* x, const T* weight, T* out, long long rows, int H, 
     if constexpr (VPT == 0) {
       rms_norm_loop_kernel<T, W><<<grid, block, 0, stream>>>(x, weight, out, rows, H, eps);
     } else {
-      rms_norm_kernel<T, W, VPT, kWarpRow><<<grid, block, 0, stream>>>(x, weight, out, rows, H, eps);
+      const auto kernel = rms_norm_kernel<T, W, VPT, kWarpRow>;
+      kernel<<<kwiki::resident_row_grid(kernel, L), block, 0, stream>>>(x, weight, out, rows, H, eps);
     }
   });
   return kwiki_last_error();
@@ -132,7 +127,7 @@ inline int launch(const T* x, const T* weight, T* out, long long rows, long long
   if (rows < 0 || H <= 0 || H > INT_MAX) return -1;
   if (rows == 0) return 0;
   constexpr int V = kwiki::vec_width<T>();
-  const bool vec_ok = kwiki::aligned16(x) && kwiki::aligned16(weight) && kwiki::aligned16(out) && (H % V == 0 || rows == 1);
+  const bool vec_ok = kwiki::aligned16(x) && kwiki::aligned16(weight) && kwiki::aligned16(out) && H % V == 0;
   if (vec_ok) return launch_w<T, V>(x, weight, out, rows, static_cast<int>(H), eps, stream);
   return launch_w<T, 1>(x, weight, out, rows, static_cast<int>(H), eps, stream);
 }

@@ -6,11 +6,13 @@
 // Max, exponentials and sum in fp32 (max-subtracted), one rounding at the store.
 //
 // Design: one row per block (per warp for short rows), the row read once into registers
-// with 16-byte loads. Each thread reduces its slice to an online-softmax pair (running max m,
-// sum s of exp(x - m)); the pairs merge in ONE reduction (warp butterflies, then one pair per
-// warp through shared memory), so the row is read once and reduced once; the outputs come
-// from the registers. Rows longer than 16384 elements (4096 scalar): a looping kernel accumulates the pair
-// while streaming the row, then re-reads it (from L2) to write.
+// with 16-byte loads, the next row loaded while this one is reduced and written. Two cheap
+// reductions (the row max, then the sum of exp(x - max)) rather than one merge of online
+// pairs, whose every butterfly step costs two exponentials; exp(x - max) is kept in registers
+// for the output when it fits (16 values a thread), so one exponential per element.
+// Rows longer than 16384 elements (4096 scalar): a looping kernel accumulates online pairs
+// (running max m, sum of exp(x - m)) while streaming the row, merges them in one reduction,
+// then re-reads the row (from L2) to write.
 #ifndef KWIKI_SOFTMAX_CUH
 #define KWIKI_SOFTMAX_CUH
 
@@ -87,60 +89,64 @@ KWIKI_DEVICE void group_reduce(float& m, float& s) {
   }
 }
 
-/// Row kept in registers: VPT accesses of W elements per thread, plus one tail element.
+/// exp for the softmax: the accurate expf for fp32 outputs; the fast exponential (ex2 of a
+/// scaled argument, a few ulp of fp32 off) for 16-bit outputs, whose rounding (2^-9 for bf16)
+/// hides it, and which halves the special-function work that bounds the 16-bit kernel.
+template <typename T>
+KWIKI_DEVICE float softmax_exp(float v) {
+  if constexpr (sizeof(T) == 2) return __expf(v);
+  else return expf(v);
+}
+
+/// Row kept in registers: VPT accesses of W elements per thread (N a multiple of W); the next
+/// row's slice is loaded while this one is reduced and written.
 template <typename T, int W, int VPT, bool kWarpRow>
 KWIKI_GLOBAL void __launch_bounds__(1024)
 softmax_kernel(const T* __restrict__ x, T* __restrict__ out, long long rows, int N) {
   using G = kwiki::RowGroup<kWarpRow>;
+  using Slice = kwiki::RowSlice<T, W, VPT>;
   const int r = G::rank();
   const int gs = G::size();
   const int nacc = N / W;
-  const int tail = N - nacc * W;
-  for (long long row = G::first_row(); row < rows; row += G::row_stride()) {
-    const T* xr = x + row * N;
-    T* outr = out + row * N;
-    kwiki::Packed<T, W> v[VPT];
-    float tv = -INFINITY;
-    float m = -INFINITY;
+  kwiki::for_each_row_prefetched<G, Slice>(
+      rows, [&](long long row, Slice& sl) { sl.load(x + row * N, r, gs, nacc); },
+      [&](long long row, const Slice& sl) {
+        T* outr = out + row * N;
+        float m = -INFINITY;
 #pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int a = r + i * gs;
-      if (a < nacc) {
-        v[i].load(xr + static_cast<long long>(a) * W);
+        for (int i = 0; i < VPT; ++i) {
+          if (r + i * gs < nacc) {
 #pragma unroll
-        for (int j = 0; j < W; ++j) m = fmaxf(m, v[i].get(j));
-      }
-    }
-    if (W > 1 && r < tail) {
-      tv = kwiki_to_float(xr[nacc * W + r]);
-      m = fmaxf(m, tv);
-    }
-    float s = 0.f;
-    if (m != -INFINITY) {  // a thread with no finite maximum contributes (-inf, 0)
-#pragma unroll
-      for (int i = 0; i < VPT; ++i) {
-        const int a = r + i * gs;
-        if (a < nacc) {
-#pragma unroll
-          for (int j = 0; j < W; ++j) s += expf(v[i].get(j) - m);
+            for (int j = 0; j < W; ++j) m = fmaxf(m, sl.v[i].get(j));
+          }
         }
-      }
-      if (W > 1 && r < tail) s += expf(tv - m);
-    }
-    group_reduce<kWarpRow>(m, s);
-    const float inv = 1.f / s;
+        m = G::max(m);  // the row maximum first: the sum then needs no rescaling exponentials
+        constexpr bool kKeepExp = VPT * W <= 16;  // keep exp(x - m) in registers when they fit
+        float e[kKeepExp ? VPT : 1][W];
+        float s = 0.f;
 #pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int a = r + i * gs;
-      if (a < nacc) {
-        float o[W];
+        for (int i = 0; i < VPT; ++i) {
+          if (r + i * gs < nacc) {
 #pragma unroll
-        for (int j = 0; j < W; ++j) o[j] = expf(v[i].get(j) - m) * inv;
-        kwiki::store_f32<W>(outr + static_cast<long long>(a) * W, o);
-      }
-    }
-    if (W > 1 && r < tail) outr[nacc * W + r] = kwiki_from_float<T>(expf(tv - m) * inv);
-  }
+            for (int j = 0; j < W; ++j) {
+              const float ej = softmax_exp<T>(sl.v[i].get(j) - m);
+              if constexpr (kKeepExp) e[i][j] = ej;
+              s += ej;
+            }
+          }
+        }
+        const float inv = 1.f / G::sum(s);
+#pragma unroll
+        for (int i = 0; i < VPT; ++i) {
+          const int a = r + i * gs;
+          if (a < nacc) {
+            float o[W];
+#pragma unroll
+            for (int j = 0; j < W; ++j) o[j] = (kKeepExp ? e[kKeepExp ? i : 0][j] : softmax_exp<T>(sl.v[i].get(j) - m)) * inv;
+            kwiki::store_f32<W>(outr + static_cast<long long>(a) * W, o);
+          }
+        }
+      });
 }
 
 /// Rows longer than the register capacity: the online pair while streaming, then a second
@@ -195,7 +201,8 @@ inline int launch_w(const T* x, T* out, long long rows, int N, kwiki_stream_t st
     if constexpr (VPT == 0) {
       softmax_loop_kernel<T, W><<<grid, block, 0, stream>>>(x, out, rows, N);
     } else {
-      softmax_kernel<T, W, VPT, kWarpRow><<<grid, block, 0, stream>>>(x, out, rows, N);
+      const auto kernel = softmax_kernel<T, W, VPT, kWarpRow>;
+      kernel<<<kwiki::resident_row_grid(kernel, L), block, 0, stream>>>(x, out, rows, N);
     }
   });
   return kwiki_last_error();
@@ -207,7 +214,7 @@ inline int launch(const T* x, T* out, long long rows, long long N, kwiki_stream_
   if (rows < 0 || N <= 0 || N > INT_MAX) return -1;
   if (rows == 0) return 0;
   constexpr int V = kwiki::vec_width<T>();
-  const bool vec_ok = kwiki::aligned16(x) && kwiki::aligned16(out) && (N % V == 0 || rows == 1);
+  const bool vec_ok = kwiki::aligned16(x) && kwiki::aligned16(out) && N % V == 0;
   if (vec_ok) return launch_w<T, V>(x, out, rows, static_cast<int>(N), stream);
   return launch_w<T, 1>(x, out, rows, static_cast<int>(N), stream);
 }

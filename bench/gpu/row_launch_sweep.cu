@@ -1,0 +1,265 @@
+// row_launch_sweep.cu: times the row templates (RMSNorm, softmax, LayerNorm, fp8 quant) under
+// forced launch shapes (threads per row x 16-byte accesses per thread) at the sample tasks'
+// largest shapes (on the resident grid the launchers use), beside a 16-byte copy kernel, the way the harness times (events around the
+// kernel alone, a >= 2x L2 buffer zeroed before each repetition, median of 30).
+// Build and run on the GPU machine:
+//   nvcc -std=c++17 -O3 -arch=sm_90a -I baseline/kernels bench/gpu/row_launch_sweep.cu -o sweep && ./sweep
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fp8_quant.cuh"
+#include "layer_norm.cuh"
+#include "rms_norm.cuh"
+#include "softmax.cuh"
+
+#define CHECK(call)                                                                            \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+using bf16 = __nv_bfloat16;
+
+namespace {
+
+void* flush_buf = nullptr;
+size_t flush_bytes = 0;
+bool read_flush = false;  // evict the L2 by reading the buffer (clean lines) instead of zeroing it
+unsigned int* flush_sink = nullptr;
+
+/// Reads n 16-byte words and folds them into one word, so the reads cannot be dropped.
+__global__ void read_words(const uint4* __restrict__ p, size_t n, unsigned int* sink) {
+  unsigned int acc = 0;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const uint4 u = p[i];
+    acc ^= u.x ^ u.y ^ u.z ^ u.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;
+}
+
+/// Median kernel time in microseconds, the L2 flushed before each repetition.
+double time_us(const std::function<void()>& launch) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 5; ++i) launch();
+  std::vector<float> t;
+  for (int i = 0; i < 30; ++i) {
+    if (read_flush) read_words<<<1056, 256>>>(static_cast<const uint4*>(flush_buf), flush_bytes / 16, flush_sink);
+    else CHECK(cudaMemsetAsync(flush_buf, 0, flush_bytes));
+    CHECK(cudaEventRecord(a));
+    launch();
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms * 1000.f);
+  }
+  CHECK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
+  return t[t.size() / 2];
+}
+
+__global__ void copy16(const uint4* __restrict__ in, uint4* __restrict__ out, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+
+/// Hand-written RMSNorm with the next row in flight (a reference for the template's
+/// for_each_row_prefetched): a fixed grid of blocks strides over rows, two rows' slices in
+/// registers.
+template <int VPT>
+__global__ void __launch_bounds__(1024) rms_norm_prefetch(const bf16* __restrict__ x, const bf16* __restrict__ weight,
+                                                          bf16* __restrict__ out, long long rows, int H, float eps) {
+  constexpr int W = 8;
+  const int r = threadIdx.x, gs = blockDim.x, nacc = H / W;
+  kwiki::Packed<bf16, W> cur[VPT], nxt[VPT];
+  long long row = blockIdx.x;
+  if (row >= rows) return;
+#pragma unroll
+  for (int i = 0; i < VPT; ++i)
+    if (r + i * gs < nacc) cur[i].load(x + row * H + static_cast<long long>(r + i * gs) * W);
+  for (; row < rows; row += gridDim.x) {
+    const long long nrow = row + gridDim.x;
+    if (nrow < rows) {
+#pragma unroll
+      for (int i = 0; i < VPT; ++i)
+        if (r + i * gs < nacc) nxt[i].load(x + nrow * H + static_cast<long long>(r + i * gs) * W);
+    }
+    float ss = 0.f;
+#pragma unroll
+    for (int i = 0; i < VPT; ++i)
+      if (r + i * gs < nacc)
+#pragma unroll
+        for (int j = 0; j < W; ++j) ss += cur[i].get(j) * cur[i].get(j);
+    ss = kwiki::block_reduce_sum(ss);
+    const float rstd = rsqrtf(ss / H + eps);
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int a = r + i * gs;
+      if (a < nacc) {
+        float w[W], o[W];
+        kwiki::load_f32<W>(weight + static_cast<long long>(a) * W, w);
+#pragma unroll
+        for (int j = 0; j < W; ++j) o[j] = cur[i].get(j) * rstd * w[j];
+        kwiki::store_f32<W>(out + row * H + static_cast<long long>(a) * W, o);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) cur[i] = nxt[i];
+  }
+}
+
+template <typename K>
+void report(const char* name, int block, int vpt, K kernel, double us, double bytes) {
+  cudaFuncAttributes at{};
+  CHECK(cudaFuncGetAttributes(&at, kernel));
+  int per_sm = 0;
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
+  std::printf("%-26s block %4d vpt %d  regs %3d local %4zu  blocks/SM %2d  %9.2f us  %6.3f TB/s\n", name, block, vpt, at.numRegs,
+              at.localSizeBytes, per_sm, us, bytes / us / 1e6);
+}
+
+/// The resident grid the launchers use for a block of `block` threads over T rows.
+template <typename K>
+dim3 grid_for(K kernel, int block, long long T) {
+  kwiki::RowLaunch L;
+  L.block = block;
+  L.grid = T;
+  return kwiki::resident_row_grid(kernel, L);
+}
+
+template <int VPT>
+void sweep_rms(const bf16* x, const bf16* w, bf16* o, long long T, int H) {
+  const int nacc = H / 8;
+  const int block = ((nacc + VPT - 1) / VPT + 31) / 32 * 32;
+  if (block > 1024) return;
+  auto k = kwiki_rms_norm::rms_norm_kernel<bf16, 8, VPT, false>;
+  const double us = time_us([&] { k<<<grid_for(k, block, T), block>>>(x, w, o, T, H, 1e-6f); });
+  report("rms_norm", block, VPT, k, us, 2.0 * T * H * 2);
+  auto p = rms_norm_prefetch<VPT>;
+  const double us2 = time_us([&] { p<<<grid_for(p, block, T), block>>>(x, w, o, T, H, 1e-6f); });
+  report("rms_norm hand-prefetched", block, VPT, p, us2, 2.0 * T * H * 2);
+}
+
+template <int VPT>
+void sweep_softmax(const bf16* x, bf16* o, long long T, int N) {
+  const int nacc = N / 8;
+  const int block = ((nacc + VPT - 1) / VPT + 31) / 32 * 32;
+  if (block > 1024) return;
+  auto k = kwiki_softmax::softmax_kernel<bf16, 8, VPT, false>;
+  const double us = time_us([&] { k<<<grid_for(k, block, T), block>>>(x, o, T, N); });
+  report("softmax", block, VPT, k, us, 2.0 * T * N * 2);
+}
+
+template <int VPT>
+void sweep_layer_norm(const bf16* x, const bf16* w, const bf16* b, bf16* o, long long T, int H) {
+  const int nacc = H / 8;
+  const int block = ((nacc + VPT - 1) / VPT + 31) / 32 * 32;
+  if (block > 1024) return;
+  auto k = kwiki_layer_norm::layer_norm_kernel<bf16, 8, VPT, false>;
+  const double us = time_us([&] { k<<<grid_for(k, block, T), block>>>(x, w, b, o, T, H, 1e-5f); });
+  report("layer_norm", block, VPT, k, us, 2.0 * T * H * 2);
+}
+
+template <int VPT>
+void sweep_fp8(const bf16* x, unsigned char* q, float* s, long long T, int H) {
+  const int nacc = H / 8;
+  const int block = ((nacc + VPT - 1) / VPT + 31) / 32 * 32;
+  if (block > 1024) return;
+  auto k = kwiki_fp8_quant::fp8_quant_kernel<bf16, 8, VPT, false>;
+  const double us = time_us([&] { k<<<grid_for(k, block, T), block>>>(x, q, s, T, H, 448.f); });
+  report("fp8_quant", block, VPT, k, us, 3.0 * T * H + 4.0 * T);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool profile = argc > 1 && std::string(argv[1]) == "profile";  // one launch per variant, for ncu
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  flush_bytes = std::max<size_t>(2 * static_cast<size_t>(prop.l2CacheSize), 128u << 20);
+  CHECK(cudaMalloc(&flush_buf, flush_bytes));
+  std::printf("%s, %d SMs, L2 %d MiB, flush %zu MiB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, flush_bytes >> 20);
+  const size_t big = 16384ull * 8192;  // elements of the largest tensor
+  bf16 *x, *o, *w, *b;
+  CHECK(cudaMalloc(&x, big * 2));
+  CHECK(cudaMalloc(&o, big * 2));
+  CHECK(cudaMalloc(&w, 8192 * 2));
+  CHECK(cudaMalloc(&b, 8192 * 2));
+  CHECK(cudaMemset(x, 0x3f, big * 2));  // 0x3f3f: a finite bf16 (about 0.75)
+  CHECK(cudaMemset(w, 0x3f, 8192 * 2));
+  CHECK(cudaMemset(b, 0, 8192 * 2));
+  unsigned char* q;
+  float* s;
+  CHECK(cudaMalloc(&q, big));
+  CHECK(cudaMalloc(&s, 16384 * 4));
+
+  if (profile) {  // RMSNorm 16384 x 8192 at 1024 threads: the template, then the hand-written reference
+    auto k = kwiki_rms_norm::rms_norm_kernel<bf16, 8, 1, false>;
+    auto p = rms_norm_prefetch<1>;
+    for (int i = 0; i < 2; ++i) {
+      k<<<grid_for(k, 1024, 16384), 1024>>>(x, w, o, 16384, 8192, 1e-6f);
+      p<<<grid_for(p, 1024, 16384), 1024>>>(x, w, o, 16384, 8192, 1e-6f);
+    }
+    CHECK(cudaDeviceSynchronize());
+    return 0;
+  }
+  const size_t n16 = big * 2 / 16;
+  for (int grid : {prop.multiProcessorCount * 4, prop.multiProcessorCount * 8, prop.multiProcessorCount * 16}) {
+    const double us = time_us([&] { copy16<<<grid, 256>>>(reinterpret_cast<const uint4*>(x), reinterpret_cast<uint4*>(o), n16); });
+    std::printf("%-26s grid %5d x 256            %9.2f us  %6.3f TB/s\n", "copy16 (268 MB each way)", grid, us, 2.0 * big * 2 / us / 1e6);
+  }
+  CHECK(cudaMalloc(&flush_sink, sizeof(unsigned int)));
+  for (int mode = 0; mode < 2; ++mode) {
+  read_flush = mode == 1;
+  std::printf("-- the launchers' own choice, L2 flushed by %s\n", read_flush ? "reading 2x L2 (clean)" : "zeroing 2x L2 (dirty)");
+  for (int grid : {prop.multiProcessorCount * 8}) {
+    const double us = time_us([&] { copy16<<<grid, 256>>>(reinterpret_cast<const uint4*>(x), reinterpret_cast<uint4*>(o), big * 2 / 16); });
+    std::printf("%-40s %9.2f us  %6.3f TB/s\n", "copy16 268 MB each way", us, 2.0 * big * 2 / us / 1e6);
+  }
+  std::printf("%-40s %9.2f us\n", "rms_norm t16384_h8192", time_us([&] { kwiki_rms_norm::launch<bf16>(x, w, o, 16384, 8192, 1e-6f, 0); }));
+  std::printf("%-40s %9.2f us\n", "rms_norm t4096_h7168", time_us([&] { kwiki_rms_norm::launch<bf16>(x, w, o, 4096, 7168, 1e-6f, 0); }));
+  std::printf("%-40s %9.2f us\n", "softmax t8192_h8192", time_us([&] { kwiki_softmax::launch<bf16>(x, o, 8192, 8192, 0); }));
+  std::printf("%-40s %9.2f us\n", "layer_norm t16384_h2560", time_us([&] { kwiki_layer_norm::launch<bf16>(x, w, b, o, 16384, 2560, 1e-5f, 0); }));
+  std::printf("%-40s %9.2f us\n", "layer_norm t4096_h8192", time_us([&] { kwiki_layer_norm::launch<bf16>(x, w, b, o, 4096, 8192, 1e-5f, 0); }));
+  std::printf("%-40s %9.2f us\n", "fp8_quant t16384_h5120", time_us([&] { kwiki_fp8_quant::launch<bf16>(x, q, s, 16384, 5120, 448.0, 0); }));
+  }
+  read_flush = false;
+  std::printf("-- rms_norm t16384_h8192 bf16\n");
+  sweep_rms<1>(x, w, o, 16384, 8192);
+  sweep_rms<2>(x, w, o, 16384, 8192);
+  sweep_rms<4>(x, w, o, 16384, 8192);
+  sweep_rms<8>(x, w, o, 16384, 8192);
+  std::printf("-- rms_norm t4096_h7168 bf16\n");
+  sweep_rms<1>(x, w, o, 4096, 7168);
+  sweep_rms<2>(x, w, o, 4096, 7168);
+  sweep_rms<4>(x, w, o, 4096, 7168);
+  std::printf("-- softmax t8192_h8192 bf16\n");
+  sweep_softmax<1>(x, o, 8192, 8192);
+  sweep_softmax<2>(x, o, 8192, 8192);
+  sweep_softmax<4>(x, o, 8192, 8192);
+  sweep_softmax<8>(x, o, 8192, 8192);
+  std::printf("-- layer_norm t16384_h2560 bf16\n");
+  sweep_layer_norm<1>(x, w, b, o, 16384, 2560);
+  sweep_layer_norm<2>(x, w, b, o, 16384, 2560);
+  sweep_layer_norm<4>(x, w, b, o, 16384, 2560);
+  sweep_layer_norm<8>(x, w, b, o, 16384, 2560);
+  std::printf("-- fp8_quant t16384_h5120 bf16\n");
+  sweep_fp8<1>(x, q, s, 16384, 5120);
+  sweep_fp8<2>(x, q, s, 16384, 5120);
+  sweep_fp8<4>(x, q, s, 16384, 5120);
+  sweep_fp8<8>(x, q, s, 16384, 5120);
+  return 0;
+}
