@@ -1,10 +1,11 @@
 // eval_queries: retrieval quality on data/eval/queries.jsonl (nDCG@10, Recall@8, hardware facts)
 // for kwiki and for a plain BM25 baseline (SQLite FTS5 over the same records).
-// Usage: eval_queries [--index DIR] [--queries FILE] [--wiki DIR] [--verbose]
+// Usage: eval_queries [--index DIR] [--queries FILE] [--wiki DIR] [--verbose] [--split odd|even] [--dump FILE]
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -147,14 +148,17 @@ std::map<std::string, int> wanted_first(const std::map<std::string, int>& rel) {
 int main(int argc, char** argv) {
   std::string index_dir, queries_path = std::string(KWIKI_SOURCE_DIR) + "/data/eval/queries.jsonl", wiki;
   bool verbose = false;
+  std::string split, dump_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--index" && i + 1 < argc) index_dir = argv[++i];
     else if (a == "--queries" && i + 1 < argc) queries_path = argv[++i];
     else if (a == "--wiki" && i + 1 < argc) wiki = argv[++i];
     else if (a == "--verbose") verbose = true;
+    else if (a == "--split" && i + 1 < argc && (std::string(argv[i + 1]) == "odd" || std::string(argv[i + 1]) == "even")) split = argv[++i];
+    else if (a == "--dump" && i + 1 < argc) dump_path = argv[++i];
     else {
-      std::fprintf(stderr, "usage: eval_queries [--index DIR] [--queries FILE] [--wiki DIR] [--verbose]\n");
+      std::fprintf(stderr, "usage: eval_queries [--index DIR] [--queries FILE] [--wiki DIR] [--verbose] [--split odd|even] [--dump FILE]\n");
       return 2;
     }
   }
@@ -175,6 +179,12 @@ int main(int argc, char** argv) {
     EvalQuery q{j["id"], j["query"], j.value("category", "")};
     for (const auto& [id, g] : j["relevant"].items()) q.relevant[id] = g.get<int>();
     q.hardware_facts = j.value("hardware_facts", json::array());
+    // Held-out halves: by the parity of the query id's number (q001 odd, q002 even).
+    if (!split.empty()) {
+      const std::size_t digits = q.id.find_first_of("0123456789");
+      const long number = digits == std::string::npos ? 0 : std::strtol(q.id.c_str() + digits, nullptr, 10);
+      if ((number % 2 == 1) != (split == "odd")) continue;
+    }
     queries.push_back(std::move(q));
   }
   kwiki::QueryEngine engine = kwiki::QueryEngine::open(index_dir);
@@ -185,8 +195,23 @@ int main(int argc, char** argv) {
   kwiki::QueryOptions options;
   options.log = false;
   options.max_records = 10;
+  std::ofstream dump;
+  if (!dump_path.empty()) dump.open(dump_path);
   for (const auto& q : queries) {
     const kwiki::QueryResult r = engine.query(q.text, options);
+    if (dump.is_open()) {
+      // A deeper ranking with score parts, to study where the missed ids sit.
+      kwiki::QueryOptions deep = options;
+      deep.max_records = 40;
+      deep.explain = true;
+      const nlohmann::ordered_json d = nlohmann::ordered_json::parse(engine.query(q.text, deep).json);
+      json line = {{"id", q.id}, {"query", q.text}, {"relevant", q.relevant}, {"intent", d["explain"]["intent"]}};
+      line["ranked"] = json::array();
+      for (const auto& a : r.answer.records) line["ranked"].push_back(a.record.key);
+      line["deep"] = json::array();
+      for (const auto& [key, rec] : d["records"].items()) line["deep"].push_back({{"key", key}, {"explain", rec.value("explain", json())}});
+      dump << line.dump() << "\n";
+    }
     std::vector<std::string> ranked;
     for (const auto& a : r.answer.records) ranked.push_back(a.record.key);
     const auto base = baseline.search(q.text, 10);

@@ -49,6 +49,23 @@ std::string with_members(std::string json, const ordered_json& extra) {
   return json;
 }
 
+// A measured ceiling answers a hardware request when it measures a requested field (its
+// spec_reference names the sheet field it is the practical limit of), when the whole sheet or
+// a roofline is asked for, or, for a launch ceiling, when the request is about launch cost.
+bool ceiling_serves(const Record& ceiling, const Intent& intent) {
+  const auto payload = nlohmann::json::parse(ceiling.payload, nullptr, false);
+  const auto facts = payload.is_object() ? payload.value("facts", nlohmann::json::object()) : nlohmann::json::object();
+  const std::string reference = facts.value("spec_reference", "");
+  const std::string field = reference.substr(reference.find(':') == std::string::npos ? reference.size() : reference.find(':') + 1);
+  for (const auto& asked : intent.hardware_fields) {
+    if (asked == "spec") return true;
+    if (field.empty()) continue;
+    if (asked == "roofline" && (field.rfind("memory.bandwidth", 0) == 0 || field.rfind("peak_compute.", 0) == 0)) return true;
+    if (field == asked || field.rfind(asked + ".", 0) == 0) return true;
+  }
+  return field.empty() && std::find(intent.symptoms.begin(), intent.symptoms.end(), "launch-bound") != intent.symptoms.end();
+}
+
 std::string normalized_request(const std::string& text) {
   std::string out;
   for (const auto& t : detail::Lexicon::tokenize(text)) out += (out.empty() ? "" : " ") + t;
@@ -158,8 +175,13 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
         facts.push_back(std::move(f));
       }
     }
-    for (const auto& ceiling : detail::measured_ceiling_keys(impl_->statements, product))
-      if (used.insert(ceiling).second) answer.records.push_back(impl_->record_entry(ceiling, "exact", {"measured on " + product}));
+    for (const auto& ceiling : detail::measured_ceiling_keys(impl_->statements, product)) {
+      if (used.contains(ceiling)) continue;
+      AnswerRecord entry = impl_->record_entry(ceiling, "exact", {"measured on " + product});
+      if (!ceiling_serves(entry.record, intent)) continue;
+      used.insert(ceiling);
+      answer.records.push_back(std::move(entry));
+    }
   }
 
   // Kernel knowledge, ranked inside the architecture boundary.

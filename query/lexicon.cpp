@@ -20,10 +20,6 @@ namespace {
 
 std::unique_ptr<LazyRegex> compile(const std::string& pattern) { return std::make_unique<LazyRegex>(pattern); }
 
-bool is_token_char(unsigned char c) {
-  return std::isalnum(c) || c == '_' || c == '.' || c == '+' || c == ':' || c == '/' || c == '#' || c >= 0x80;
-}
-
 }  // namespace
 
 const RE2& LazyRegex::get() const {
@@ -72,6 +68,14 @@ Lexicon::Lexicon(std::span<const LexPhrase> phrases, std::size_t longest_phrase,
       operator_workload_[op] = o.value("workload", "");
       if (o.contains("also"))
         for (const auto& a : o.at("also")) operator_also_[op].push_back(a);
+    }
+    for (const LexPhrase& entry : phrases_) {
+      if (entry.kind != LexKind::kOperator) continue;
+      auto& spellings = operator_spellings_[entry.value];
+      if (spellings.empty()) spellings.push_back(entry.value);
+      std::string spelling = entry.phrase;
+      std::replace_if(spelling.begin(), spelling.end(), [](char c) { return c == ' ' || c == '-'; }, '_');
+      if (std::find(spellings.begin(), spellings.end(), spelling) == spellings.end()) spellings.push_back(spelling);
     }
     for (const auto& sp : doc.at("symptom_patterns")) {
       SymptomPattern pattern;
@@ -169,6 +173,12 @@ std::vector<std::string> Lexicon::operator_also(const std::string& op) const {
 std::string Lexicon::workload_of(const std::string& op) const {
   auto it = operator_workload_.find(op);
   return it == operator_workload_.end() ? "" : it->second;
+}
+
+const std::vector<std::string>& Lexicon::operator_spellings(const std::string& op) const {
+  static const std::vector<std::string> kNone;
+  auto it = operator_spellings_.find(op);
+  return it == operator_spellings_.end() ? kNone : it->second;
 }
 
 }  // namespace kwiki::detail

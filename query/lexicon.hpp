@@ -84,6 +84,9 @@ class Lexicon {
   /// Operators implied by an operator (fused-add-rmsnorm -> rmsnorm).
   std::vector<std::string> operator_also(const std::string& op) const;
   std::string workload_of(const std::string& op) const;
+  /// The spellings an operator family has in records' scope.operators ("rms_norm", "matmul"):
+  /// the family itself first, then each lexicon name with spaces and hyphens as underscores.
+  const std::vector<std::string>& operator_spellings(const std::string& op) const;
   const std::vector<SymptomPattern>& symptom_patterns() const { return symptom_patterns_; }
   const RE2& nvidia_target() const { return nvidia_target_->get(); }
   const RE2& amd_target() const { return amd_target_->get(); }
@@ -99,7 +102,7 @@ class Lexicon {
   std::vector<KnownProduct> products_;
   std::unordered_map<std::string, std::string> nvidia_targets_, amd_targets_, arch_vendor_;
   std::unordered_set<std::string> recorded_arches_, stopwords_;
-  std::unordered_map<std::string, std::vector<std::string>> synonyms_, operator_also_;
+  std::unordered_map<std::string, std::vector<std::string>> synonyms_, operator_also_, operator_spellings_;
   std::unordered_map<std::string, std::string> operator_workload_;
   std::vector<SymptomPattern> symptom_patterns_;
   std::unique_ptr<LazyRegex> nvidia_target_, amd_target_, shape_, mnemonic_;

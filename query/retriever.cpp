@@ -78,6 +78,11 @@ Xapian::Query any_of(const char* prefix, const std::vector<std::string>& values)
 // bump a non-atomic reference count, a data race when engines run on several threads.
 Xapian::Query match_all() { return Xapian::Query(std::string()); }
 
+// Relevance feedback from the leading records' technique tags (see rank_by_shared_tags).
+constexpr std::size_t kFeedbackRecords = 3;
+constexpr double kSharedTagWeight = 0.10;  ///< per shared tag of idf weight 1
+constexpr double kSharedTagCap = 3.0;      ///< at most this much idf weight counts
+
 struct WeightedTerm {
   std::string term;
   double weight;
@@ -242,12 +247,23 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     const bool has_op = !intent.operators.empty();
     const bool has_sym = !intent.symptoms.empty();
     const bool measured_symptom = std::any_of(intent.measured.begin(), intent.measured.end(), [](const MeasuredSymptom& m) { return m.applies; });
-    const std::vector<std::string> primary_ops = has_op ? std::vector<std::string>{intent.operators.front()} : std::vector<std::string>{};
+    // Records name operators as frameworks do ("rms_norm", "matmul"): match every spelling.
+    auto spellings_of = [&](const std::vector<std::string>& ops) {
+      std::vector<std::string> out;
+      for (const auto& o : ops) {
+        if (std::find(out.begin(), out.end(), o) == out.end()) out.push_back(o);
+        for (const auto& s : lex.operator_spellings(o))
+          if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+      }
+      return out;
+    };
+    const std::vector<std::string> primary_ops = has_op ? spellings_of({intent.operators.front()}) : std::vector<std::string>{};
+    const std::vector<std::string> named_ops = spellings_of(intent.operators);
     // Two searches cover the stages: the named operators inside the scope (so a weak text match
     // on the operator is still a candidate), then the whole scope. Symptom and primary-operator
     // matches are ranked from each hit's labels, not searched again.
     auto within = [&](const Xapian::Query& q) { return Xapian::Query(Xapian::Query::OP_FILTER, scope, q); };
-    if (has_op) plan.push_back({"operator", within(any_of(term::kOperator, intent.operators))});
+    if (has_op) plan.push_back({"operator", within(any_of(term::kOperator, named_ops))});
     plan.push_back({"scope", scope});
     const bool widen_arch = !vendor.empty() && (!arch.empty() || !intent.unresolved_arch.empty());
 
@@ -329,10 +345,10 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
           if (overlaps(h.operators, primary_ops)) {
             bonus("operator", 0.35);
             c.why.push_back("operator " + primary_ops.front());
-          } else if (overlaps(h.operators, intent.operators)) {
+          } else if (overlaps(h.operators, named_ops)) {
             bonus("operator", 0.12);
             for (const auto& o : intent.operators)
-              if (std::find(h.operators.begin(), h.operators.end(), o) != h.operators.end()) { c.why.push_back("operator " + o); break; }
+              if (overlaps(h.operators, spellings_of({o}))) { c.why.push_back("operator " + o); break; }
           }
         }
         if (has_sym && overlaps(h.symptoms, intent.symptoms)) {
@@ -386,13 +402,55 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       return found;
     };
 
+    // Relevance feedback: the leading records' technique tags name the building blocks the
+    // request needs (a norm kernel's block reduction, its vectorized loads); pooled records that
+    // share them move up, a rarer tag counting more. A leading record's own tags are no evidence
+    // for itself. No further search: the shared-tag records worth showing are in the pool.
+    auto rank_by_shared_tags = [&](std::vector<Candidate>& ranked, const std::vector<Hit>& hits) {
+      if (ranked.empty()) return;
+      std::map<std::string_view, const Hit*> by_key;
+      for (const auto& h : hits) by_key.emplace(h.data.key, &h);
+      std::map<std::string, std::vector<std::string>> carriers;  // tag -> leading records carrying it
+      for (std::size_t i = 0; i < ranked.size() && i < kFeedbackRecords; ++i)
+        for (const auto& t : by_key.at(ranked[i].key)->data.tags) carriers[t].push_back(ranked[i].key);
+      if (carriers.empty()) return;
+      const double docs = std::max<double>(2, impl_->db.get_doccount());
+      std::map<std::string, double> idf;
+      for (const auto& [tag, keys] : carriers)
+        idf[tag] = std::log(docs / std::max<double>(1, impl_->termfreq(std::string(term::kTag) + tag))) / std::log(docs);
+      bool moved = false;
+      for (auto& c : ranked) {
+        double shared = 0;
+        for (const auto& t : by_key.at(c.key)->data.tags) {
+          auto it = carriers.find(t);
+          if (it != carriers.end() && !(it->second.size() == 1 && it->second.front() == c.key)) shared += idf[t];
+        }
+        if (shared <= 0) continue;
+        const double value = std::round(kSharedTagWeight * std::min(shared, kSharedTagCap) * 1000) / 1000;
+        c.score += value;
+        moved = true;
+        if (explain) {
+          c.explain["related"] = value;
+          c.explain["score"] = std::round(c.score * 1000) / 1000;
+        }
+      }
+      if (moved)
+        std::stable_sort(ranked.begin(), ranked.end(), [](const Candidate& a, const Candidate& b) {
+          if (a.score != b.score) return a.score > b.score;
+          return a.key < b.key;
+        });
+    };
+
     std::vector<Hit> pool;
     std::set<std::string> seen;
-    for (std::size_t s = 0; s < plan.size() && pool.size() < want * 2; ++s) {
+    // Every stage runs: the pool is ranked as a whole, so stopping once enough candidates are
+    // found would let the first filter's weak matches crowd out the scope's strong ones.
+    for (std::size_t s = 0; s < plan.size(); ++s) {
       const std::size_t added = run_stage(plan[s], static_cast<int>(s), pool, seen);
       if (s > 0 && added > 0) notes.push_back("widened: " + plan[s - 1].name + " filter relaxed to " + plan[s].name);
     }
     std::vector<Candidate> out = score_hits(pool, "", false);
+    rank_by_shared_tags(out, pool);
     if (out.size() > want) out.resize(want);
     if (out.size() < want && widen_arch) {
       std::vector<Hit> others;
