@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "json_parse.hpp"
 #include "json_text.hpp"
 #include "kwiki/error.hpp"
 
@@ -335,7 +336,7 @@ BuiltRecord build_record(const SchemaValidator& validator, const std::string& te
                 where.display_path);
   json doc;
   try {
-    doc = json::parse(text);
+    doc = parse_json(text);
   } catch (const json::parse_error& e) {
     const std::string where_text = describe_offset(text, e.byte > 0 ? e.byte - 1 : 0);
     const bool truncated = e.byte >= text.size();
