@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kwiki::detail {
 
@@ -27,6 +28,10 @@ std::pair<std::string, std::string> create_staging_generation(const std::string&
 /// Renames staging to its final name, then atomically points CURRENT at it, then removes
 /// generations older than the previous one and stale staging folders. Caller holds WriterLock.
 void publish_generation(const std::string& index_dir, const std::string& staging, const std::string& name);
+
+/// Flushes each file or folder in `paths` to disk, all concurrently, and returns when every
+/// one is durable. Throws kwiki::Error (kIo, naming the path) when one cannot be flushed.
+void sync_to_disk(const std::vector<std::string>& paths);
 
 /// Removes a folder tree, ignoring errors (used to discard a failed staging generation).
 void remove_tree_quietly(const std::string& path);

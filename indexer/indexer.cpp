@@ -15,6 +15,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <exception>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -188,6 +189,9 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
   if (options.wiki_roots.empty() && options.internal_roots.empty())
     throw Error(ErrorCode::kUsage, "no corpus root given: pass --wiki DIR (or --internal DIR)");
 
+  // The record schemas compile on another core while the corpus is walked and fingerprinted.
+  auto validator_ready = std::async(std::launch::async, [] { return std::make_unique<detail::SchemaValidator>(); });
+
   std::vector<RecordFile> files;
   std::vector<std::pair<std::string, std::string>> roots;  // (store, absolute root)
   auto walk = [&](const std::string& root, bool internal) {
@@ -231,7 +235,7 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
     }
   }
 
-  detail::SchemaValidator validator;
+  const std::unique_ptr<detail::SchemaValidator> validator = validator_ready.get();
   std::string staging, generation_name;
   std::unique_ptr<detail::StoreWriter> writer;
   if (!options.check_only) {
@@ -245,7 +249,7 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
   key_to_path.reserve(files.size());
   // Workers read, validate and tokenize records ahead of this thread, which adds them to the
   // store in file order (so docids, and everything ranked by them, are deterministic).
-  RecordPipeline pipeline(files, validator, options.max_record_bytes, !options.check_only);
+  RecordPipeline pipeline(files, *validator, options.max_record_bytes, !options.check_only);
   try {
     for (std::size_t i = 0; i < files.size(); ++i) {
       const RecordFile& file = files[i];

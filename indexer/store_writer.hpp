@@ -76,6 +76,12 @@ class StoreWriter {
               const std::vector<std::pair<std::string, std::string>>& roots_by_store);
 
  private:
+  /// Metadata, indexes, commit, close and sync of the SQLite store.
+  void finish_store(const std::map<std::string, std::string>& meta,
+                    const std::vector<std::pair<std::string, std::string>>& roots_by_store);
+  /// Commits and closes the Xapian databases (and writes the shard stub); returns the files written.
+  std::vector<std::string> finish_full_text(const std::map<std::string, std::string>& meta);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
