@@ -131,7 +131,7 @@ class RecordPipeline {
   }
 
  private:
-  static constexpr std::size_t kWindow = 512;  // bounds memory: at most this many results wait
+  static constexpr std::size_t kWindow = 64;  // bounds memory: at most this many results wait
 
   void work() {
     Xapian::TermGenerator generator = detail::make_term_generator();

@@ -23,6 +23,14 @@ TEST(Utf8, RejectsOverlongAndSurrogates) {
   EXPECT_EQ(find_invalid_utf8("\xF4\x90\x80\x80"), 0u);  // past U+10FFFF
 }
 
+TEST(Utf8, FindsTheBadByteAfterLongAsciiRuns) {
+  const std::string ascii(37, 'a');
+  EXPECT_FALSE(find_invalid_utf8(ascii).has_value());
+  EXPECT_EQ(find_invalid_utf8(ascii + "\x80" + ascii), 37u);
+  EXPECT_EQ(find_invalid_utf8(ascii + "\xC3\xA9" + ascii + "\xE2\x82"), 37u + 2u + 37u);
+  EXPECT_FALSE(find_invalid_utf8(ascii + "\xE2\x82\xAC" + ascii).has_value());
+}
+
 TEST(DescribeOffset, CountsLinesAndColumns) {
   EXPECT_EQ(describe_offset("ab\ncd\nef", 7), "line 3, column 2");
   EXPECT_EQ(describe_offset("abc", 0), "line 1, column 1");
@@ -33,6 +41,14 @@ TEST(MemberValue, FindsNestedObjectVerbatim) {
   EXPECT_EQ(find_member_value(text, "payload"), "{\"x\": \"}\\\"{\", \"y\": [1, {\"z\": 2}]}");
   EXPECT_EQ(find_member_value(text, "b"), "2");
   EXPECT_EQ(find_member_value(text, "missing"), "");
+}
+
+TEST(MemberValue, SkipsStringsEndingInEscapedBackslashesAndQuotes) {
+  const std::string text = R"({"a": "x\\", "b": "q\"\\\"}", "c": ["\\\\", "\""], "payload": {"p": "\\"}, "d": 1})";
+  EXPECT_EQ(find_member_value(text, "a"), R"("x\\")");
+  EXPECT_EQ(find_member_value(text, "b"), R"("q\"\\\"}")");
+  EXPECT_EQ(find_member_value(text, "payload"), R"({"p": "\\"})");
+  EXPECT_EQ(find_member_value(text, "d"), "1");
 }
 
 TEST(MemberValue, IgnoresNestedKeysOfTheSameName) {
