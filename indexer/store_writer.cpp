@@ -182,6 +182,9 @@ Xapian::Document make_search_document(const Record& r, Xapian::TermGenerator& ge
   for (const auto& t : r.symptoms) label_words += t + " ";
   generator.index_text_without_positions(label_words, 2);
   generator.index_text_without_positions(r.body_text);
+  // The generator must not keep a handle on the document: it goes to another thread, and
+  // Xapian's reference counts are not atomic (the next set_document would race with it).
+  generator.set_document(Xapian::Document());
   return doc;
 }
 
