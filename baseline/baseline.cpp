@@ -420,14 +420,20 @@ BaselineResult run_baseline(const BaselineRequest& request) {
                                             (shapes.empty() ? "" : " --shapes " + quote(shapes)));
       write_text(profiles / "test_kernel.log", run.output);
       const auto pos = run.output.rfind("[test_kernel] RESULT_JSON=");
-      if (pos == std::string::npos) {
-        result.status = "RUNTIME_FAIL";
-        result.exit_code = 4;
-        result.notes.push_back("the harness printed no RESULT_JSON: see profiles/v0/test_kernel.log");
-      } else {
+      if (pos != std::string::npos) {
         std::string line = run.output.substr(pos + 26);
         line = line.substr(0, line.find('\n'));
-        result.result_json = ordered_json::parse(line);
+        result.result_json = ordered_json::parse(line, nullptr, false);  // no exceptions: a bad line is a RUNTIME_FAIL
+      }
+      const bool well_formed = !result.result_json.is_discarded() && result.result_json.is_object() &&
+                               result.result_json.contains("all_pass") && result.result_json["all_pass"].is_boolean();
+      if (pos == std::string::npos || !well_formed) {
+        result.result_json = ordered_json();
+        result.status = "RUNTIME_FAIL";
+        result.exit_code = 4;
+        result.notes.push_back(pos == std::string::npos ? "the harness printed no RESULT_JSON: see profiles/v0/test_kernel.log"
+                                                        : "the harness's RESULT_JSON line is not a valid result: see profiles/v0/test_kernel.log");
+      } else {
         result.measured = !result.result_json["latency_us_by_shape"].empty();
         result.status = result.result_json["all_pass"].get<bool>() ? "PASS" : "MISMATCH";
         for (const auto& f : result.result_json["failures"])
@@ -507,7 +513,9 @@ BaselineResult run_baseline(const BaselineRequest& request) {
   report += "\n## Static evidence (compiler report and listing)\n\n```json\n" + evidence.dump(2) + "\n```\n";
   report += "\n## Correctness\n\n";
   if (rj.is_object()) {
-    report += "Seeds: " + rj["seeds"].dump() + "; max abs err " + fmt(rj["max_abs_err"].get<double>()) + ", max rel err " + fmt(rj["max_rel_err"].get<double>()) + ".\n\n";
+    // null: not finite (an output held NaN or Inf where the reference did not).
+    const auto err = [&](const char* key) { return rj[key].is_number() ? fmt(rj[key].get<double>()) : std::string("not finite"); };
+    report += "Seeds: " + rj["seeds"].dump() + "; max abs err " + err("max_abs_err") + ", max rel err " + err("max_rel_err") + ".\n\n";
     for (const auto& f : rj["failures"]) report += "- " + f["shape"].get<std::string>() + ": " + f["status"].get<std::string>() + " " + f["messages"].dump() + "\n";
   } else {
     report += "Not run: " + result.not_measured_because + ".\n";
