@@ -53,10 +53,18 @@ std::string with_members(std::string json, const ordered_json& extra) {
 // spec_reference names the sheet field it is the practical limit of), when the whole sheet or
 // a roofline is asked for, or, for a launch ceiling, when the request is about launch cost.
 bool ceiling_serves(const Record& ceiling, const Intent& intent) {
-  const auto payload = nlohmann::json::parse(ceiling.payload, nullptr, false);
-  const auto facts = payload.is_object() ? payload.value("facts", nlohmann::json::object()) : nlohmann::json::object();
-  const std::string reference = facts.value("spec_reference", "");
-  const std::string field = reference.substr(reference.find(':') == std::string::npos ? reference.size() : reference.find(':') + 1);
+  // "spec_reference": "<sheet id>:<field>"; read from the stored text, no parse of the whole
+  // payload for one string (ids and field paths hold no escapes).
+  std::string field;
+  const std::string_view payload = ceiling.payload;
+  if (auto key = payload.find("\"spec_reference\""); key != std::string_view::npos) {
+    const auto open = payload.find('"', payload.find(':', key + 16) + 1);
+    const auto close = open == std::string_view::npos ? open : payload.find('"', open + 1);
+    if (close != std::string_view::npos) {
+      const std::string_view reference = payload.substr(open + 1, close - open - 1);
+      if (const auto colon = reference.rfind(':'); colon != std::string_view::npos) field = reference.substr(colon + 1);
+    }
+  }
   for (const auto& asked : intent.hardware_fields) {
     if (asked == "spec") return true;
     if (field.empty()) continue;

@@ -311,9 +311,11 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       double max_weight = 0;
       for (const auto& h : hits) max_weight = std::max(max_weight, h.weight);
       std::vector<Candidate> found;
-      for (const auto& hit : hits) {
+      for (std::size_t index = 0; index < hits.size(); ++index) {
+        const Hit& hit = hits[index];
         const HitData& h = hit.data;
         Candidate c;
+        c.hit = index;
         c.key = h.key;
         c.type = h.type;
         c.stage = hit.stage;
@@ -407,24 +409,29 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     // share them move up, a rarer tag counting more. A leading record's own tags are no evidence
     // for itself. No further search: the shared-tag records worth showing are in the pool.
     auto rank_by_shared_tags = [&](std::vector<Candidate>& ranked, const std::vector<Hit>& hits) {
-      if (ranked.empty()) return;
-      std::map<std::string_view, const Hit*> by_key;
-      for (const auto& h : hits) by_key.emplace(h.data.key, &h);
-      std::map<std::string, std::vector<std::string>> carriers;  // tag -> leading records carrying it
-      for (std::size_t i = 0; i < ranked.size() && i < kFeedbackRecords; ++i)
-        for (const auto& t : by_key.at(ranked[i].key)->data.tags) carriers[t].push_back(ranked[i].key);
-      if (carriers.empty()) return;
+      struct Carried {
+        const std::string* tag;
+        std::size_t leader;  // the one leading record carrying it, or kMany
+        double idf;
+      };
+      constexpr std::size_t kMany = static_cast<std::size_t>(-1);
+      std::vector<Carried> carried;  // a handful: linear search beats a map here
+      for (std::size_t i = 0; i < ranked.size() && i < kFeedbackRecords; ++i) {
+        for (const auto& t : hits[ranked[i].hit].data.tags) {
+          auto it = std::find_if(carried.begin(), carried.end(), [&](const Carried& c) { return *c.tag == t; });
+          if (it != carried.end()) it->leader = kMany;
+          else carried.push_back({&t, ranked[i].hit, 0});
+        }
+      }
+      if (carried.empty()) return;
       const double docs = std::max<double>(2, impl_->db.get_doccount());
-      std::map<std::string, double> idf;
-      for (const auto& [tag, keys] : carriers)
-        idf[tag] = std::log(docs / std::max<double>(1, impl_->termfreq(std::string(term::kTag) + tag))) / std::log(docs);
+      for (auto& c : carried) c.idf = std::log(docs / std::max<double>(1, impl_->termfreq(std::string(term::kTag) + *c.tag))) / std::log(docs);
       bool moved = false;
       for (auto& c : ranked) {
         double shared = 0;
-        for (const auto& t : by_key.at(c.key)->data.tags) {
-          auto it = carriers.find(t);
-          if (it != carriers.end() && !(it->second.size() == 1 && it->second.front() == c.key)) shared += idf[t];
-        }
+        for (const auto& t : hits[c.hit].data.tags)
+          for (const auto& carrier : carried)
+            if (*carrier.tag == t && carrier.leader != c.hit) shared += carrier.idf;
         if (shared <= 0) continue;
         const double value = std::round(kSharedTagWeight * std::min(shared, kSharedTagCap) * 1000) / 1000;
         c.score += value;

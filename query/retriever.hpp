@@ -23,6 +23,7 @@ struct Candidate {
   double bm25 = 0;
   double score = 0;
   int stage = 0;
+  std::size_t hit = 0;             ///< position of its hit in the ranked pool
   nlohmann::ordered_json explain;  ///< score parts
 };
 
