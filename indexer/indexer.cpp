@@ -266,7 +266,7 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
           if (writer) writer->add_warning(w);
           warnings.push_back(std::move(w));
         }
-        if (writer && errors.empty()) writer->add(built.record, *result.document, built.facts);
+        if (writer && errors.empty()) writer->add(built.record, std::move(*result.document), built.facts);
         ++report.by_store[built.record.store];
         ++report.records;
       } catch (const Error& e) {

@@ -8,7 +8,11 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
-#include <future>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "generation.hpp"
@@ -50,12 +54,31 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+// At most this many documents wait for the full-text thread: enough to ride out one of
+// Xapian's periodic flushes (every 10,000 documents) without stalling the record workers.
+constexpr std::size_t kMaxQueuedDocuments = 2048;
+
 struct StoreWriter::Impl {
   std::string dir;
   sqlite3* db = nullptr;
   std::vector<Xapian::WritableDatabase> shards;  ///< one unless sharded
-  std::size_t added = 0;                         ///< documents so far: the next goes to shard added % N
+  std::size_t queued = 0;                        ///< documents handed to the full-text thread so far
   std::unique_ptr<Statement> insert_record, insert_scope, insert_fact, insert_alias, insert_warning;
+
+  // The full-text thread adds documents in the order add() queued them, beside the SQLite
+  // inserts on the caller's thread; finish() closes the queue and it commits.
+  struct PendingDocument {
+    Xapian::Document document;
+    std::string file;  ///< named in an indexing error
+  };
+  std::thread full_text_thread;
+  std::mutex queue_mutex;
+  std::condition_variable queue_filled, queue_drained;
+  std::deque<PendingDocument> queue;
+  bool queue_closed = false;
+  const std::map<std::string, std::string>* commit_meta = nullptr;  ///< set by finish(): commit after the last document
+  std::vector<std::string> full_text_files;                         ///< what the commit wrote
+  std::exception_ptr full_text_failure;                             ///< the thread's first failure
 };
 
 StoreWriter::StoreWriter(const std::string& generation_dir, std::size_t shards) : impl_(std::make_unique<Impl>()) {
@@ -86,9 +109,12 @@ StoreWriter::StoreWriter(const std::string& generation_dir, std::size_t shards) 
   } catch (const Xapian::Error& e) {
     throw Error(ErrorCode::kIo, "cannot create the full-text index: " + e.get_description(), generation_dir);
   }
+  impl_->full_text_thread = std::thread([this] { write_full_text(); });
 }
 
 StoreWriter::~StoreWriter() {
+  close_full_text_queue(nullptr);
+  if (impl_->full_text_thread.joinable()) impl_->full_text_thread.join();
   impl_->insert_record.reset();
   impl_->insert_scope.reset();
   impl_->insert_fact.reset();
@@ -188,19 +214,21 @@ Xapian::Document make_search_document(const Record& r, Xapian::TermGenerator& ge
   return doc;
 }
 
-void StoreWriter::add(const Record& r, const Xapian::Document& document, const std::vector<HardwareFact>& facts) {
-  Xapian::docid docid = 0;
-  try {
-    // Round-robin: shard k's local id l is combined id (l - 1) * N + k + 1, which is the id the
-    // single database would give this record, so ties break the same way in every layout.
-    const std::size_t n = impl_->shards.size();
-    const std::size_t k = impl_->added % n;
-    const Xapian::docid local = impl_->shards[k].add_document(document);
-    docid = static_cast<Xapian::docid>((local - 1) * n + k + 1);
-    ++impl_->added;
-  } catch (const Xapian::Error& e) {
-    throw Error(ErrorCode::kIo, "full-text indexing failed: " + e.get_description(), r.root + "/" + r.path);
+void StoreWriter::add(const Record& r, Xapian::Document document, const std::vector<HardwareFact>& facts) {
+  // Round-robin over N fresh databases: record a goes to shard a % N as its local id a / N + 1,
+  // whose combined id (l - 1) * N + k + 1 is a + 1, the id the single database would give it,
+  // so ties break the same way in every layout (the full-text thread checks it).
+  const Xapian::docid docid = static_cast<Xapian::docid>(impl_->queued + 1);
+  {
+    std::unique_lock lock(impl_->queue_mutex);
+    impl_->queue_drained.wait(lock, [&] {
+      return impl_->queue.size() < kMaxQueuedDocuments || impl_->full_text_failure;
+    });
+    if (impl_->full_text_failure) std::rethrow_exception(impl_->full_text_failure);
+    impl_->queue.push_back({std::move(document), r.root + "/" + r.path});
+    ++impl_->queued;
   }
+  impl_->queue_filled.notify_one();
 
   Statement& s = *impl_->insert_record;
   s.bind(1, r.key);
@@ -348,22 +376,80 @@ std::vector<std::string> StoreWriter::finish_full_text(const std::map<std::strin
   return written;
 }
 
+void StoreWriter::write_full_text() {
+  const std::size_t n = impl_->shards.size();
+  std::size_t added = 0;
+  for (;;) {
+    Impl::PendingDocument next;
+    {
+      std::unique_lock lock(impl_->queue_mutex);
+      impl_->queue_filled.wait(lock, [&] { return !impl_->queue.empty() || impl_->queue_closed; });
+      if (impl_->queue.empty()) break;
+      next = std::move(impl_->queue.front());
+      impl_->queue.pop_front();
+    }
+    impl_->queue_drained.notify_one();
+    try {
+      const std::size_t k = added % n;
+      const Xapian::docid local = impl_->shards[k].add_document(next.document);
+      if (local != added / n + 1)
+        throw Error(ErrorCode::kInternal, "full-text document id " + std::to_string(local) + " is not the expected " +
+                                              std::to_string(added / n + 1), next.file);
+      ++added;
+    } catch (const Xapian::Error& e) {
+      fail_full_text(std::make_exception_ptr(
+          Error(ErrorCode::kIo, "full-text indexing failed: " + e.get_description(), next.file)));
+      return;
+    } catch (...) {
+      fail_full_text(std::current_exception());
+      return;
+    }
+  }
+  // The queue was closed: by finish() (commit_meta set), or by the destructor (nothing to keep).
+  if (impl_->commit_meta == nullptr) return;
+  try {
+    impl_->full_text_files = finish_full_text(*impl_->commit_meta);
+  } catch (...) {
+    fail_full_text(std::current_exception());
+  }
+}
+
+void StoreWriter::fail_full_text(std::exception_ptr failure) {
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    if (!impl_->full_text_failure) impl_->full_text_failure = failure;
+    impl_->queue.clear();
+  }
+  impl_->queue_drained.notify_all();
+}
+
+void StoreWriter::close_full_text_queue(const std::map<std::string, std::string>* commit_meta) {
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    if (impl_->queue_closed) return;
+    impl_->commit_meta = commit_meta;
+    impl_->queue_closed = true;
+    if (commit_meta == nullptr) impl_->queue.clear();  // abandoned: nothing queued will be kept
+  }
+  impl_->queue_filled.notify_all();
+}
+
 void StoreWriter::finish(const std::map<std::string, std::string>& meta,
                          const std::vector<std::pair<std::string, std::string>>& roots_by_store) {
-  // The SQLite store (indexes, commit, close, sync) is finished on a second thread while this
-  // one commits the full text: separate files, and together the serial tail of every build.
-  auto store_finished = std::async(std::launch::async, [&] { finish_store(meta, roots_by_store); });
-  std::vector<std::string> written;
+  // The full-text thread adds what is queued and commits while this one finishes the SQLite
+  // store (indexes, commit, close, sync): separate files, and together the serial tail of a build.
+  close_full_text_queue(&meta);
   try {
-    written = finish_full_text(meta);
-    // The databases were written with DB_NO_SYNC (one sync here is cheaper than one per flush):
-    // make them durable before the generation can be published.
-    sync_to_disk(written);
+    finish_store(meta, roots_by_store);
   } catch (...) {
-    store_finished.wait();
+    impl_->full_text_thread.join();
     throw;
   }
-  store_finished.get();
+  impl_->full_text_thread.join();
+  if (impl_->full_text_failure) std::rethrow_exception(impl_->full_text_failure);
+  // The databases were written with DB_NO_SYNC (one sync here is cheaper than one per flush):
+  // make them durable before the generation can be published.
+  sync_to_disk(impl_->full_text_files);
 }
 
 }  // namespace kwiki::detail

@@ -1,6 +1,7 @@
 // Writes one index generation: the SQLite structured store and the Xapian full-text database.
 #pragma once
 
+#include <exception>
 #include <map>
 #include <memory>
 #include <string>
@@ -66,8 +67,10 @@ class StoreWriter {
   explicit StoreWriter(const std::string& generation_dir, std::size_t shards = 1);
   ~StoreWriter();
 
-  /// Adds one record, its search document and its hardware facts.
-  void add(const Record& record, const Xapian::Document& document, const std::vector<HardwareFact>& facts);
+  /// Adds one record, its search document and its hardware facts. The document is handed to
+  /// the writer's full-text thread (pass it moved, no other handle on it may remain); throws the
+  /// full-text thread's failure, if it had one, as kwiki::Error.
+  void add(const Record& record, Xapian::Document document, const std::vector<HardwareFact>& facts);
   /// Records a validation warning so `kwiki stats` can show it.
   void add_warning(const Diagnostic& warning);
   /// Writes metadata, indexes, commits and syncs everything to disk. `meta` must hold
@@ -81,6 +84,13 @@ class StoreWriter {
                     const std::vector<std::pair<std::string, std::string>>& roots_by_store);
   /// Commits and closes the Xapian databases (and writes the shard stub); returns the files written.
   std::vector<std::string> finish_full_text(const std::map<std::string, std::string>& meta);
+  /// The full-text thread: adds queued documents in order, then commits when finish() asks.
+  void write_full_text();
+  /// Records the full-text thread's first failure and drops what is still queued.
+  void fail_full_text(std::exception_ptr failure);
+  /// Lets the full-text thread run out: with `commit_meta` it adds what is queued and commits,
+  /// without it what is queued is dropped (idempotent).
+  void close_full_text_queue(const std::map<std::string, std::string>* commit_meta);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;
