@@ -1,18 +1,20 @@
 // Finds the record files under a corpus root, refusing loops and unreadable folders.
 #include "corpus_walk.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
+#include <memory>
+#include <string_view>
 #include <set>
 
 #include "kwiki/error.hpp"
 
 namespace kwiki::detail {
-namespace fs = std::filesystem;
 namespace {
 
 struct WalkState {
@@ -32,30 +34,41 @@ struct WalkState {
   throw Error(ErrorCode::kUnreadable, std::string("cannot read: ") + std::strerror(err), path);
 }
 
+// Closes a directory stream on scope exit.
+struct DirCloser {
+  void operator()(DIR* d) const { ::closedir(d); }
+};
+
 void walk_dir(WalkState& state, const std::string& dir, const std::string& rel) {
+  std::unique_ptr<DIR, DirCloser> stream(::opendir(dir.c_str()));
+  if (!stream) throw_stat_error(dir, errno);
+  const int dir_fd = ::dirfd(stream.get());
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) throw_stat_error(dir, errno);
+  if (::fstat(dir_fd, &st) != 0) throw_stat_error(dir, errno);
   const std::pair<dev_t, ino_t> identity{st.st_dev, st.st_ino};
   if (std::find(state.ancestors.begin(), state.ancestors.end(), identity) != state.ancestors.end())
     throw Error(ErrorCode::kSymlinkLoop, "symbolic link loop: this folder is its own ancestor; remove or fix the link", dir);
   state.ancestors.push_back(identity);
 
   std::vector<std::string> names;
-  std::error_code ec;
-  fs::directory_iterator it(dir, ec);
-  if (ec) throw_stat_error(dir, ec.value());
-  for (; it != fs::directory_iterator(); it.increment(ec)) {
-    if (ec) throw_stat_error(dir, ec.value());
-    names.push_back(it->path().filename().string());
+  for (;;) {
+    errno = 0;
+    const dirent* entry = ::readdir(stream.get());
+    if (entry == nullptr) {
+      if (errno != 0) throw_stat_error(dir, errno);
+      break;
+    }
+    const std::string_view name = entry->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
   }
-  if (ec) throw_stat_error(dir, ec.value());
   std::sort(names.begin(), names.end());
 
   for (const auto& name : names) {
     const std::string path = dir + "/" + name;
     const std::string child_rel = rel.empty() ? name : rel + "/" + name;
+    // Relative to the open folder: no walk of the whole path per entry (symbolic links are followed, as stat does).
     struct stat cst {};
-    if (::stat(path.c_str(), &cst) != 0) throw_stat_error(path, errno);
+    if (::fstatat(dir_fd, name.c_str(), &cst, 0) != 0) throw_stat_error(path, errno);
     if (S_ISDIR(cst.st_mode)) {
       walk_dir(state, path, child_rel);
     } else if (S_ISREG(cst.st_mode) && name.size() > 5 && name.ends_with(".json") && name != "index.json") {

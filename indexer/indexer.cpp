@@ -238,18 +238,18 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
   const std::unique_ptr<detail::SchemaValidator> validator = validator_ready.get();
   std::string staging, generation_name;
   std::unique_ptr<detail::StoreWriter> writer;
-  if (!options.check_only) {
-    std::tie(staging, generation_name) = detail::create_staging_generation(options.index_dir);
-    writer = std::make_unique<detail::StoreWriter>(staging, options.shards);
-  }
-
   std::vector<Diagnostic> errors;
   std::vector<Diagnostic> warnings;
   std::unordered_map<std::string, std::string> key_to_path;
   key_to_path.reserve(files.size());
   // Workers read, validate and tokenize records ahead of this thread, which adds them to the
-  // store in file order (so docids, and everything ranked by them, are deterministic).
+  // store in file order (so docids, and everything ranked by them, are deterministic). They
+  // start before the staging generation exists: creating it is this thread's work meanwhile.
   RecordPipeline pipeline(files, *validator, options.max_record_bytes, !options.check_only);
+  if (!options.check_only) {
+    std::tie(staging, generation_name) = detail::create_staging_generation(options.index_dir);
+    writer = std::make_unique<detail::StoreWriter>(staging, options.shards);
+  }
   try {
     for (std::size_t i = 0; i < files.size(); ++i) {
       const RecordFile& file = files[i];
