@@ -12,14 +12,8 @@
 #include <string>
 #include <vector>
 
-#define KWIKI_CUDA_CHECK(call)                                                                         \
-  do {                                                                                                 \
-    const cudaError_t kwiki_err_ = (call);                                                             \
-    if (kwiki_err_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(kwiki_err_)); \
-      std::exit(1);                                                                                    \
-    }                                                                                                  \
-  } while (0)
+#include "bench_cuda.cuh"  // KWIKI_CUDA_CHECK
+
 #define KWIKI_CUBLAS_CHECK(call)                                                                       \
   do {                                                                                                 \
     const cublasStatus_t kwiki_st_ = (call);                                                           \

@@ -13,63 +13,20 @@
 #include <string>
 #include <vector>
 
+#include "bench_cuda.cuh"
 #include "fp8_quant.cuh"
 #include "layer_norm.cuh"
 #include "rms_norm.cuh"
 #include "softmax.cuh"
 
-#define CHECK(call)                                                                            \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
-
 using bf16 = __nv_bfloat16;
 
 namespace {
 
-void* flush_buf = nullptr;
-size_t flush_bytes = 0;
-bool read_flush = false;  // evict the L2 by reading the buffer (clean lines) instead of zeroing it
-unsigned int* flush_sink = nullptr;
-
-/// Reads n 16-byte words and folds them into one word, so the reads cannot be dropped.
-__global__ void read_words(const uint4* __restrict__ p, size_t n, unsigned int* sink) {
-  unsigned int acc = 0;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const uint4 u = p[i];
-    acc ^= u.x ^ u.y ^ u.z ^ u.w;
-  }
-  if (acc == 0x9e3779b9u) *sink = acc;
-}
+kwiki_bench::FlushedTimer* timer = nullptr;  // set in main
 
 /// Median kernel time in microseconds, the L2 flushed before each repetition.
-double time_us(const std::function<void()>& launch) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 5; ++i) launch();
-  std::vector<float> t;
-  for (int i = 0; i < 30; ++i) {
-    if (read_flush) read_words<<<1056, 256>>>(static_cast<const uint4*>(flush_buf), flush_bytes / 16, flush_sink);
-    else CHECK(cudaMemsetAsync(flush_buf, 0, flush_bytes));
-    CHECK(cudaEventRecord(a));
-    launch();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1000.f);
-  }
-  CHECK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
-  return t[t.size() / 2];
-}
+double time_us(const std::function<void()>& launch) { return timer->median_us(launch); }
 
 __global__ void copy16(const uint4* __restrict__ in, uint4* __restrict__ out, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
@@ -124,9 +81,9 @@ __global__ void __launch_bounds__(1024) rms_norm_prefetch(const bf16* __restrict
 template <typename K>
 void report(const char* name, int block, int vpt, K kernel, double us, double bytes) {
   cudaFuncAttributes at{};
-  CHECK(cudaFuncGetAttributes(&at, kernel));
+  KWIKI_CUDA_CHECK(cudaFuncGetAttributes(&at, kernel));
   int per_sm = 0;
-  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
+  KWIKI_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
   std::printf("%-26s block %4d vpt %d  regs %3d local %4zu  blocks/SM %2d  %9.2f us  %6.3f TB/s\n", name, block, vpt, at.numRegs,
               at.localSizeBytes, per_sm, us, bytes / us / 1e6);
 }
@@ -188,23 +145,24 @@ void sweep_fp8(const bf16* x, unsigned char* q, float* s, long long T, int H) {
 int main(int argc, char** argv) {
   const bool profile = argc > 1 && std::string(argv[1]) == "profile";  // one launch per variant, for ncu
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, 0));
-  flush_bytes = std::max<size_t>(2 * static_cast<size_t>(prop.l2CacheSize), 128u << 20);
-  CHECK(cudaMalloc(&flush_buf, flush_bytes));
+  KWIKI_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  kwiki_bench::FlushedTimer flushed_timer;
+  timer = &flushed_timer;
+  const size_t flush_bytes = flushed_timer.flush_bytes();
   std::printf("%s, %d SMs, L2 %d MiB, flush %zu MiB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, flush_bytes >> 20);
   const size_t big = 16384ull * 8192;  // elements of the largest tensor
   bf16 *x, *o, *w, *b;
-  CHECK(cudaMalloc(&x, big * 2));
-  CHECK(cudaMalloc(&o, big * 2));
-  CHECK(cudaMalloc(&w, 8192 * 2));
-  CHECK(cudaMalloc(&b, 8192 * 2));
-  CHECK(cudaMemset(x, 0x3f, big * 2));  // 0x3f3f: a finite bf16 (about 0.75)
-  CHECK(cudaMemset(w, 0x3f, 8192 * 2));
-  CHECK(cudaMemset(b, 0, 8192 * 2));
+  KWIKI_CUDA_CHECK(cudaMalloc(&x, big * 2));
+  KWIKI_CUDA_CHECK(cudaMalloc(&o, big * 2));
+  KWIKI_CUDA_CHECK(cudaMalloc(&w, 8192 * 2));
+  KWIKI_CUDA_CHECK(cudaMalloc(&b, 8192 * 2));
+  KWIKI_CUDA_CHECK(cudaMemset(x, 0x3f, big * 2));  // 0x3f3f: a finite bf16 (about 0.75)
+  KWIKI_CUDA_CHECK(cudaMemset(w, 0x3f, 8192 * 2));
+  KWIKI_CUDA_CHECK(cudaMemset(b, 0, 8192 * 2));
   unsigned char* q;
   float* s;
-  CHECK(cudaMalloc(&q, big));
-  CHECK(cudaMalloc(&s, 16384 * 4));
+  KWIKI_CUDA_CHECK(cudaMalloc(&q, big));
+  KWIKI_CUDA_CHECK(cudaMalloc(&s, 16384 * 4));
 
   if (profile) {  // RMSNorm 16384 x 8192 at 1024 threads: the template, then the hand-written reference
     auto k = kwiki_rms_norm::rms_norm_kernel<bf16, 8, 1, false>;
@@ -213,7 +171,7 @@ int main(int argc, char** argv) {
       k<<<grid_for(k, 1024, 16384), 1024>>>(x, w, o, 16384, 8192, 1e-6f);
       p<<<grid_for(p, 1024, 16384), 1024>>>(x, w, o, 16384, 8192, 1e-6f);
     }
-    CHECK(cudaDeviceSynchronize());
+    KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
     return 0;
   }
   const size_t n16 = big * 2 / 16;
@@ -221,10 +179,9 @@ int main(int argc, char** argv) {
     const double us = time_us([&] { copy16<<<grid, 256>>>(reinterpret_cast<const uint4*>(x), reinterpret_cast<uint4*>(o), n16); });
     std::printf("%-26s grid %5d x 256            %9.2f us  %6.3f TB/s\n", "copy16 (268 MB each way)", grid, us, 2.0 * big * 2 / us / 1e6);
   }
-  CHECK(cudaMalloc(&flush_sink, sizeof(unsigned int)));
   for (int mode = 0; mode < 2; ++mode) {
-  read_flush = mode == 1;
-  std::printf("-- the launchers' own choice, L2 flushed by %s\n", read_flush ? "reading 2x L2 (clean)" : "zeroing 2x L2 (dirty)");
+  timer->set_read_flush(mode == 1);
+  std::printf("-- the launchers' own choice, L2 flushed by %s\n", timer->read_flush() ? "reading 2x L2 (clean)" : "zeroing 2x L2 (dirty)");
   for (int grid : {prop.multiProcessorCount * 8}) {
     const double us = time_us([&] { copy16<<<grid, 256>>>(reinterpret_cast<const uint4*>(x), reinterpret_cast<uint4*>(o), big * 2 / 16); });
     std::printf("%-40s %9.2f us  %6.3f TB/s\n", "copy16 268 MB each way", us, 2.0 * big * 2 / us / 1e6);
@@ -236,7 +193,7 @@ int main(int argc, char** argv) {
   std::printf("%-40s %9.2f us\n", "layer_norm t4096_h8192", time_us([&] { kwiki_layer_norm::launch<bf16>(x, w, b, o, 4096, 8192, 1e-5f, 0); }));
   std::printf("%-40s %9.2f us\n", "fp8_quant t16384_h5120", time_us([&] { kwiki_fp8_quant::launch<bf16>(x, q, s, 16384, 5120, 448.0, 0); }));
   }
-  read_flush = false;
+  timer->set_read_flush(false);
   std::printf("-- rms_norm t16384_h8192 bf16\n");
   sweep_rms<1>(x, w, o, 16384, 8192);
   sweep_rms<2>(x, w, o, 16384, 8192);
