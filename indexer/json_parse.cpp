@@ -8,7 +8,12 @@
 #include <string>
 #include <vector>
 
-#include <rapidjson/memorystream.h>
+// rapidjson's SIMD scans of whitespace and string bodies (every x86-64 has SSE2).
+#if defined(__SSE4_2__)
+#define RAPIDJSON_SSE42
+#elif defined(__SSE2__)
+#define RAPIDJSON_SSE2
+#endif
 #include <rapidjson/reader.h>
 
 #include "json_text.hpp"
@@ -106,16 +111,19 @@ class DomBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, DomBui
 
 }  // namespace
 
-json parse_json(std::string_view text) {
-  // Only an escape can make rapidjson's output differ from valid UTF-8 input.
-  const bool has_unicode_escape = text.find("\\u") != std::string_view::npos;
-  DomBuilder builder(has_unicode_escape);
-  rapidjson::Reader reader;
-  rapidjson::MemoryStream stream(text.data(), text.size());
-  constexpr unsigned kFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag;
-  if (reader.Parse<kFlags>(stream, builder)) return builder.take_root();
+json parse_json(const std::string& text) {
+  // rapidjson reads up to the terminating NUL: text with a NUL inside is nlohmann's to refuse.
+  if (std::memchr(text.data(), '\0', text.size()) == nullptr) {
+    // Only an escape can make rapidjson's output differ from valid UTF-8 input.
+    const bool has_unicode_escape = text.find("\\u") != std::string::npos;
+    DomBuilder builder(has_unicode_escape);
+    rapidjson::Reader reader;
+    rapidjson::StringStream stream(text.c_str());
+    constexpr unsigned kFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag;
+    if (reader.Parse<kFlags>(stream, builder)) return builder.take_root();
+  }
   // Malformed (or an edge rapidjson reads differently): nlohmann decides, with its own error.
-  return json::parse(text.begin(), text.end());
+  return json::parse(text);
 }
 
 }  // namespace kwiki::detail

@@ -1,7 +1,7 @@
 // Parses record text into an nlohmann DOM with rapidjson's reader (nlohmann's lexer is the slow part).
 #pragma once
 
-#include <string_view>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +12,6 @@ namespace kwiki::detail {
 /// duplicate key wins. rapidjson tokenizes; whatever it refuses is parsed again by
 /// nlohmann::json::parse, so malformed text throws nlohmann's parse_error, exactly as before.
 /// Thread-safe (no shared state).
-nlohmann::json parse_json(std::string_view text);
+nlohmann::json parse_json(const std::string& text);
 
 }  // namespace kwiki::detail

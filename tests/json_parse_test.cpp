@@ -96,6 +96,12 @@ TEST(ParseJson, MalformedTextFailsWithNlohmannsError) {
     expect_same_error_as_nlohmann(text);
 }
 
+TEST(ParseJson, TextWithANulInsideEndsAsNlohmannEndsIt) {
+  expect_same_as_nlohmann(std::string("{\"a\": 1}\0{\"b\": 2}", 17));  // nlohmann stops at the NUL
+  expect_same_error_as_nlohmann(std::string("[\"a\0b\"]", 7));
+  expect_same_error_as_nlohmann(std::string("{\"a\": \0}", 8));
+}
+
 TEST(ParseJson, BundledRecordsParseAsNlohmannParsesThem) {
   std::size_t checked = 0;
   for (const char* source : {"hardware_wiki", "kernel_wiki"}) {
