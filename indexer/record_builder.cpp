@@ -334,6 +334,11 @@ BuiltRecord build_record(const SchemaValidator& validator, const std::string& te
   if (auto bad = find_invalid_utf8(text))
     throw Error(ErrorCode::kInvalidUtf8, "text is not UTF-8 (invalid byte at " + describe_offset(text, *bad) + "); re-save the file as UTF-8",
                 where.display_path);
+  // JSON allows no raw NUL anywhere, and nlohmann would read a NUL as the end of the text
+  // (accepting whatever follows it).
+  if (const std::size_t nul = text.find('\0'); nul != std::string::npos)
+    throw Error(ErrorCode::kInvalidJson, "malformed JSON at " + describe_offset(text, nul) + ": a NUL byte; remove it",
+                where.display_path);
   json doc;
   try {
     doc = parse_json(text);

@@ -109,6 +109,13 @@ TEST(RecordBuilder, TruncatedJsonIsRefused) {
   EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos);
 }
 
+TEST(RecordBuilder, NulByteIsRefusedEvenWhenTheJsonBeforeItIsComplete) {
+  const std::string text = fixture(kCard) + std::string(1, '\0') + "trailing junk";
+  const Error e = refusal(text, kernel_at(kCard));
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidJson);
+  EXPECT_NE(std::string(e.what()).find("NUL byte"), std::string::npos);
+}
+
 TEST(RecordBuilder, UnknownEnumValueNamesItsPointer) {
   auto doc = ordered_json::parse(fixture(kCard));
   doc["retrieval"]["scope"]["vendor"] = "intel";
