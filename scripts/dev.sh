@@ -8,7 +8,7 @@ JOBS=${KWIKI_JOBS:-$(nproc)}
 DEPS=(
   build-essential cmake ninja-build pkg-config git util-linux
   libxapian-dev xapian-tools libsqlite3-dev sqlite3 nlohmann-json3-dev libre2-dev libcli11-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libvalijson-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libvalijson-dev rapidjson-dev python3
   clang libclang-rt-14-dev
   clang-19 lld-19 llvm-19 libamdhip64-dev rocm-device-libs
 )
