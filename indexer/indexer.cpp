@@ -111,7 +111,9 @@ class RecordPipeline {
   /// Blocks until record i is processed, then hands its result over.
   Result take(std::size_t i) {
     std::unique_lock lock(mutex_);
+    awaited_ = i;
     done_cv_.wait(lock, [&] { return ready_[i] != 0; });
+    awaited_ = kNoneAwaited;
     Result result = std::move(slots_[i]);
     consumed_ = i + 1;
     lock.unlock();
@@ -158,12 +160,15 @@ class RecordPipeline {
       } catch (...) {
         result.failure = std::current_exception();
       }
+      bool awaited = false;
       {
         std::lock_guard lock(mutex_);
         slots_[i] = std::move(result);
         ready_[i] = 1;
+        awaited = i == awaited_;
       }
-      done_cv_.notify_all();
+      // Only the record the consumer waits for wakes it; any other would wake it for nothing.
+      if (awaited) done_cv_.notify_one();
     }
   }
 
@@ -175,6 +180,8 @@ class RecordPipeline {
   std::vector<char> ready_;
   std::atomic<std::size_t> next_{0};
   std::size_t consumed_ = 0;
+  static constexpr std::size_t kNoneAwaited = static_cast<std::size_t>(-1);
+  std::size_t awaited_ = kNoneAwaited;  // the record take() is blocked on
   bool stopping_ = false;
   std::mutex mutex_;
   std::condition_variable done_cv_, room_cv_;

@@ -57,6 +57,9 @@ std::string lower(std::string s) {
 // At most this many documents wait for the full-text thread: enough to ride out one of
 // Xapian's periodic flushes (every 10,000 documents) without stalling the record workers.
 constexpr std::size_t kMaxQueuedDocuments = 2048;
+// The full-text thread is woken once this many documents wait, not for each one: it is faster
+// than the records arrive, and a wake-up per document cost a context switch per document.
+constexpr std::size_t kWakeFullTextAt = 32;
 
 struct StoreWriter::Impl {
   std::string dir;
@@ -219,6 +222,7 @@ void StoreWriter::add(const Record& r, Xapian::Document document, const std::vec
   // whose combined id (l - 1) * N + k + 1 is a + 1, the id the single database would give it,
   // so ties break the same way in every layout (the full-text thread checks it).
   const Xapian::docid docid = static_cast<Xapian::docid>(impl_->queued + 1);
+  bool wake_full_text = false;
   {
     std::unique_lock lock(impl_->queue_mutex);
     impl_->queue_drained.wait(lock, [&] {
@@ -227,8 +231,9 @@ void StoreWriter::add(const Record& r, Xapian::Document document, const std::vec
     if (impl_->full_text_failure) std::rethrow_exception(impl_->full_text_failure);
     impl_->queue.push_back({std::move(document), r.root + "/" + r.path});
     ++impl_->queued;
+    wake_full_text = impl_->queue.size() >= kWakeFullTextAt;
   }
-  impl_->queue_filled.notify_one();
+  if (wake_full_text) impl_->queue_filled.notify_one();
 
   Statement& s = *impl_->insert_record;
   s.bind(1, r.key);
