@@ -348,6 +348,12 @@ BuiltRecord build_record(const SchemaValidator& validator, const std::string& te
     throw Error(ErrorCode::kInvalidJson,
                 std::string(truncated ? "truncated JSON" : "malformed JSON") + " at " + where_text + ": fix the syntax",
                 where.display_path);
+  } catch (const json::out_of_range& e) {
+    // A number past the double range ("number overflow parsing '1e400'"): the record's fault.
+    std::string detail = e.what();
+    if (const std::size_t bracket = detail.find("] "); bracket != std::string::npos) detail.erase(0, bracket + 2);
+    throw Error(ErrorCode::kInvalidJson, "malformed JSON: " + detail + "; write a number a double can hold",
+                where.display_path);
   }
   if (!doc.is_object()) throw Error(ErrorCode::kSchemaViolation, "a record must be a JSON object", where.display_path, "/");
   const std::string schema_name = string_or_empty(doc, "schema");

@@ -116,6 +116,15 @@ TEST(RecordBuilder, NulByteIsRefusedEvenWhenTheJsonBeforeItIsComplete) {
   EXPECT_NE(std::string(e.what()).find("NUL byte"), std::string::npos);
 }
 
+TEST(RecordBuilder, NumberPastTheDoubleRangeIsMalformedJson) {
+  std::string text = fixture(kCard);
+  text.replace(text.find("\"level\""), 7, "\"x_overflow\": 1e400, \"level\"");
+  const Error e = refusal(text, kernel_at(kCard));
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidJson);
+  EXPECT_NE(std::string(e.what()).find("1e400"), std::string::npos);
+  EXPECT_EQ(e.file(), "mem/" + std::string(kCard));
+}
+
 TEST(RecordBuilder, UnknownEnumValueNamesItsPointer) {
   auto doc = ordered_json::parse(fixture(kCard));
   doc["retrieval"]["scope"]["vendor"] = "intel";
