@@ -185,20 +185,9 @@ fp8_quant_loop_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, fl
 
 template <typename T, int W>
 inline int launch_w(const T* x, unsigned char* q, float* scale, long long rows, int H, float fp8_max, kwiki_stream_t stream) {
-  const kwiki::RowLaunch L = kwiki::plan_row_launch<W>(H / W, rows);
-  const dim3 grid(static_cast<unsigned>(L.grid));
-  const dim3 block(static_cast<unsigned>(L.block));
-  kwiki::dispatch_row<W>(L, [&](auto vpt_c, auto warp_c) {
-    constexpr int VPT = decltype(vpt_c)::value;
-    constexpr bool kWarpRow = decltype(warp_c)::value;
-    if constexpr (VPT == 0) {
-      fp8_quant_loop_kernel<T, W><<<grid, block, 0, stream>>>(x, q, scale, rows, H, fp8_max);
-    } else {
-      const auto kernel = fp8_quant_kernel<T, W, VPT, kWarpRow>;
-      kernel<<<kwiki::resident_row_grid(kernel, L), block, 0, stream>>>(x, q, scale, rows, H, fp8_max);
-    }
-  });
-  return kwiki_last_error();
+  return kwiki::launch_rows<W>(
+      H / W, rows, stream, [] { return fp8_quant_loop_kernel<T, W>; },
+      [](auto vpt, auto warp) { return fp8_quant_kernel<T, W, decltype(vpt)::value, decltype(warp)::value>; }, x, q, scale, rows, H, fp8_max);
 }
 
 /// Launches the per-token fp8 quantization on `stream`; 0, the launch error, or -1.

@@ -526,6 +526,26 @@ inline dim3 resident_row_grid(Kernel kernel, const RowLaunch& L) {
   return dim3(static_cast<unsigned>(L.grid < cap ? L.grid : cap));
 }
 
+/// Launches a row template: the plan for rows of nacc W-element accesses, then either the
+/// looping kernel loop_kernel() on one block per row, or row_kernel(int_c<VPT>, bool_constant<
+/// kWarpRow>) on the resident grid; args... go to the kernel. Returns the launch error (0).
+template <int W, typename LoopKernel, typename RowKernel, typename... Args>
+inline int launch_rows(long long nacc, long long rows, kwiki_stream_t stream, LoopKernel loop_kernel, RowKernel row_kernel,
+                       Args... args) {
+  const RowLaunch L = plan_row_launch<W>(nacc, rows);
+  const dim3 block(static_cast<unsigned>(L.block));
+  dispatch_row<W>(L, [&](auto vpt_c, auto warp_c) {
+    if constexpr (decltype(vpt_c)::value == 0) {
+      const auto kernel = loop_kernel();
+      kernel<<<dim3(static_cast<unsigned>(L.grid)), block, 0, stream>>>(args...);
+    } else {
+      const auto kernel = row_kernel(vpt_c, warp_c);
+      kernel<<<resident_row_grid(kernel, L), block, 0, stream>>>(args...);
+    }
+  });
+  return kwiki_last_error();
+}
+
 /// Gated activation, out[t, i] = Act::apply(x[t, i]) * x[t, I + i] over x[T, 2I] (gate half
 /// first): a grid-stride loop over T x (I / W) vectors of W outputs, two 16-byte loads and one
 /// 16-byte store per step, fp32 math and one rounding at the store. IdxT: unsigned 32/64-bit.

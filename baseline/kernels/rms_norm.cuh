@@ -105,20 +105,9 @@ rms_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* _
 
 template <typename T, int W>
 inline int launch_w(const T* x, const T* weight, T* out, long long rows, int H, float eps, kwiki_stream_t stream) {
-  const kwiki::RowLaunch L = kwiki::plan_row_launch<W>(H / W, rows);
-  const dim3 grid(static_cast<unsigned>(L.grid));
-  const dim3 block(static_cast<unsigned>(L.block));
-  kwiki::dispatch_row<W>(L, [&](auto vpt_c, auto warp_c) {
-    constexpr int VPT = decltype(vpt_c)::value;
-    constexpr bool kWarpRow = decltype(warp_c)::value;
-    if constexpr (VPT == 0) {
-      rms_norm_loop_kernel<T, W><<<grid, block, 0, stream>>>(x, weight, out, rows, H, eps);
-    } else {
-      const auto kernel = rms_norm_kernel<T, W, VPT, kWarpRow>;
-      kernel<<<kwiki::resident_row_grid(kernel, L), block, 0, stream>>>(x, weight, out, rows, H, eps);
-    }
-  });
-  return kwiki_last_error();
+  return kwiki::launch_rows<W>(
+      H / W, rows, stream, [] { return rms_norm_loop_kernel<T, W>; },
+      [](auto vpt, auto warp) { return rms_norm_kernel<T, W, decltype(vpt)::value, decltype(warp)::value>; }, x, weight, out, rows, H, eps);
 }
 
 /// Launches RMSNorm on `stream`; 0, the launch error, or -1 for sizes it cannot serve.

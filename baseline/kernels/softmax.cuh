@@ -192,20 +192,9 @@ softmax_loop_kernel(const T* __restrict__ x, T* __restrict__ out, long long rows
 
 template <typename T, int W>
 inline int launch_w(const T* x, T* out, long long rows, int N, kwiki_stream_t stream) {
-  const kwiki::RowLaunch L = kwiki::plan_row_launch<W>(N / W, rows);
-  const dim3 grid(static_cast<unsigned>(L.grid));
-  const dim3 block(static_cast<unsigned>(L.block));
-  kwiki::dispatch_row<W>(L, [&](auto vpt_c, auto warp_c) {
-    constexpr int VPT = decltype(vpt_c)::value;
-    constexpr bool kWarpRow = decltype(warp_c)::value;
-    if constexpr (VPT == 0) {
-      softmax_loop_kernel<T, W><<<grid, block, 0, stream>>>(x, out, rows, N);
-    } else {
-      const auto kernel = softmax_kernel<T, W, VPT, kWarpRow>;
-      kernel<<<kwiki::resident_row_grid(kernel, L), block, 0, stream>>>(x, out, rows, N);
-    }
-  });
-  return kwiki_last_error();
+  return kwiki::launch_rows<W>(
+      N / W, rows, stream, [] { return softmax_loop_kernel<T, W>; },
+      [](auto vpt, auto warp) { return softmax_kernel<T, W, decltype(vpt)::value, decltype(warp)::value>; }, x, out, rows, N);
 }
 
 /// Launches the row softmax on `stream`; 0, the launch error, or -1 for sizes it cannot serve.
