@@ -1,6 +1,7 @@
 // query_bench: latency of kwiki query, as a whole process (start, open, answer, exit) and
 // in-process, on the bundled corpus, the foreign corpus and (with --records N) a generated one.
-// Usage: query_bench [--kwiki PATH] [--upstream DIR] [--runs N] [--records N] [--in-process-only]
+// Usage: query_bench [--kwiki PATH] [--upstream DIR] [--runs N] [--records N] [--index DIR] [--in-process-only]
+// (--index DIR times that existing index only, e.g. a generated 1M-record one kept from a run)
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -112,6 +113,7 @@ int main(int argc, char** argv) {
   std::string kwiki = KWIKI_BINARY, upstream = std::string(KWIKI_SOURCE_DIR) + "/../shared/upstream-gpu-wiki";
   int runs = 200;
   std::size_t generated = 0;
+  std::string existing;  // --index DIR: time this index only (e.g. a 1M-record one kept from an earlier run)
   bool process = true;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--in-process-only") {
@@ -127,10 +129,20 @@ int main(int argc, char** argv) {
     else if (a == "--upstream") upstream = argv[i + 1];
     else if (a == "--runs") runs = std::stoi(argv[i + 1]);
     else if (a == "--records") generated = std::stoul(argv[i + 1]);
+    else if (a == "--index") existing = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: query_bench [--kwiki PATH] [--upstream DIR] [--runs N] [--records N] [--in-process-only]\n");
+      std::fprintf(stderr, "usage: query_bench [--kwiki PATH] [--upstream DIR] [--runs N] [--records N] [--index DIR] [--in-process-only]\n");
       return 2;
     }
+  }
+  if (!existing.empty()) {
+    if (!fs::is_directory(existing)) {
+      std::fprintf(stderr, "query_bench: --index %s: no such folder\n", existing.c_str());
+      return 2;
+    }
+    std::printf("query_bench: %ld online CPUs, %zu requests cycled\n", sysconf(_SC_NPROCESSORS_ONLN), kRequests.size());
+    bench_corpus(fs::path(existing).filename().string(), kwiki, existing, runs, process);
+    return 0;
   }
   const std::string scratch = (fs::temp_directory_path() / ("kwiki-query-bench-" + std::to_string(getpid()))).string();
   fs::create_directories(scratch);
