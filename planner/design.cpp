@@ -80,14 +80,22 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
                               " vector(s) per thread); rows shorter than " + std::to_string(warp * vec) + " elements share a block, one " +
                               (amd ? "wavefront" : "warp") + " per row",
         main_rec);
-    add("vector width", std::to_string(vec) + " x " + task.dtype + " = 16-byte loads and stores, aligned rows; a scalar tail when the row is not a multiple of " +
-                            std::to_string(vec),
+    // The fused-add template keeps one block per row; the other row templates prefetch on a resident grid.
+    const bool prefetched = pattern != "fused_add_rms_norm";
+    add("vector width", std::to_string(vec) + " x " + task.dtype + " = 16-byte loads and stores, aligned rows; rows that are not a multiple of " +
+                            std::to_string(vec) + " take scalar (still coalesced) accesses",
         vec_rec);
-    add("data movement", "the row is read from DRAM once into registers and written once; no shared-memory staging of the data", main_rec);
+    add("data movement",
+        std::string("the row is read from DRAM once into registers and written once; no shared-memory staging of the data") +
+            (prefetched ? "; the next row's loads are issued before this row is reduced, so they stay in flight across its barriers and stores" : ""),
+        main_rec);
     add("reduction", std::string(amd ? "64-lane" : "32-lane") + " butterfly (" + (amd ? "__shfl_xor / DPP" : "__shfl_xor_sync") +
                          ") then one value per " + (amd ? "wavefront" : "warp") + " through " + t.onchip_name,
         red_rec);
-    add("grid", "one block per row: T blocks (T from 1 to the largest shape); no persistent loop in V0", main_rec);
+    add("grid", prefetched ? "a resident grid (blocks per " + t.compute_unit_name + " from the occupancy query x " + std::to_string(units) + " " +
+                                 t.compute_unit_name + "s, at most one block per row) strides over the T rows"
+                           : "one block per row: T blocks (T from 1 to the largest shape); no persistent loop in V0",
+        main_rec);
     add("accumulation", "fp32 statistics and fp32 math, one rounding at the store", acc_rec);
     if (pattern == "fp8_quant")
       add("fp8 format", amd && t.arch == "cdna3" ? "e4m3fnuz, max 240 (gfx942 uses FNUZ)" : "e4m3fn, max 448, saturate before the cast",
