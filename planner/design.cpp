@@ -160,7 +160,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
   d.correctness.push_back("tolerances: fp32 rtol 1e-5, bf16 rtol 1.6e-2 / atol 1e-2, fp16 rtol 1e-3, fp8 within 1 ulp after dequantization, integers exact <- " + cite(tol_rec));
   d.correctness.push_back("outputs poisoned (NaN) before each run; every element must be written; NaN/Inf only where the reference has them <- " + cite(nan_rec));
   d.correctness.push_back("the reference runs in fp32 on the same inputs; fresh seeds per run plus a fixed set, all recorded");
-  d.boundary_cases = {"one row / one token", "a row length that is not a multiple of " + std::to_string(vec) + " (scalar tail)",
+  d.boundary_cases = {"one row / one token", "a row length that is not a multiple of " + std::to_string(vec) + " (the scalar path)",
                       "the largest shape of the task (grid and register limits)"};
   if (pattern == "paged_decode_attention") d.boundary_cases.push_back("a context length that is not a multiple of the page size; a sequence shorter than one split");
   const std::string time_rec = wiki.ask("timing", "time kernels with events warm-up median p10 p90");
