@@ -146,7 +146,7 @@ fp8_quant_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, float* 
       });
 }
 
-/// Rows longer than the register capacity: amax pass, then a second read (from L2) to quantize.
+/// Rows longer than the register capacity (H a multiple of W): amax pass, then a second read (from L2) to quantize.
 template <typename T, int W>
 KWIKI_GLOBAL void __launch_bounds__(1024)
 fp8_quant_loop_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, float* __restrict__ scale, long long rows, int H,
@@ -154,7 +154,6 @@ fp8_quant_loop_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, fl
   const int r = threadIdx.x;
   const int gs = blockDim.x;
   const int nacc = H / W;
-  const int tail = H - nacc * W;
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * H;
     unsigned char* qr = q + row * H;
@@ -165,7 +164,6 @@ fp8_quant_loop_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, fl
 #pragma unroll
       for (int j = 0; j < W; ++j) amax = fmaxf(amax, fabsf(f[j]));
     }
-    if (W > 1 && r < tail) amax = fmaxf(amax, fabsf(kwiki_to_float(xr[nacc * W + r])));
     amax = kwiki::block_reduce_max(amax);
     const float s = fmaxf(amax, 1e-12f) / fp8_max;
     const float inv = 1.f / s;
@@ -175,10 +173,6 @@ fp8_quant_loop_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, fl
       float f[W];
       kwiki::load_f32<W>(xr + off, f);
       quant_store<W>(qr + off, f, s, inv, fp8_max);
-    }
-    if (W > 1 && r < tail) {
-      const int e = nacc * W + r;
-      qr[e] = to_fp8(fminf(fmaxf(divide_by_scale(kwiki_to_float(xr[e]), s, inv), -fp8_max), fp8_max));
     }
   }
 }

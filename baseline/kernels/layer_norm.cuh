@@ -72,7 +72,7 @@ layer_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T
       });
 }
 
-/// Rows longer than the register capacity: mean, variance and output passes over L2.
+/// Rows longer than the register capacity (H a multiple of W): mean, variance and output passes over L2.
 template <typename T, int W>
 KWIKI_GLOBAL void __launch_bounds__(1024)
 layer_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ out,
@@ -80,7 +80,6 @@ layer_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
   const int r = threadIdx.x;
   const int gs = blockDim.x;
   const int nacc = H / W;
-  const int tail = H - nacc * W;
   const float hf = static_cast<float>(H);
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * H;
@@ -92,7 +91,6 @@ layer_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
 #pragma unroll
       for (int j = 0; j < W; ++j) sum += v[j];
     }
-    if (W > 1 && r < tail) sum += kwiki_to_float(xr[nacc * W + r]);
     const float mean = kwiki::block_reduce_sum(sum) / hf;
     float sq = 0.f;
     for (int a = r; a < nacc; a += gs) {
@@ -100,10 +98,6 @@ layer_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
       kwiki::load_f32<W>(xr + static_cast<long long>(a) * W, v);
 #pragma unroll
       for (int j = 0; j < W; ++j) sq += (v[j] - mean) * (v[j] - mean);
-    }
-    if (W > 1 && r < tail) {
-      const float d = kwiki_to_float(xr[nacc * W + r]) - mean;
-      sq += d * d;
     }
     const float rstd = rsqrtf(kwiki::block_reduce_sum(sq) / hf + eps);
     for (int a = r; a < nacc; a += gs) {
@@ -118,10 +112,6 @@ layer_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, co
 #pragma unroll
       for (int j = 0; j < W; ++j) o[j] = (v[j] - mean) * rstd * w[j] + b[j];
       kwiki::store_f32<W>(outr + off, o);
-    }
-    if (W > 1 && r < tail) {
-      const int e = nacc * W + r;
-      outr[e] = kwiki_from_float<T>((kwiki_to_float(xr[e]) - mean) * rstd * kwiki_to_float(weight[e]) + kwiki_to_float(bias[e]));
     }
   }
 }

@@ -62,14 +62,13 @@ rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __rest
       });
 }
 
-/// Rows longer than the register capacity: two passes, the second re-reads x (from L2).
+/// Rows longer than the register capacity (H a multiple of W): two passes, the second re-reads x (from L2).
 template <typename T, int W>
 KWIKI_GLOBAL void __launch_bounds__(1024)
 rms_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ out, long long rows, int H, float eps) {
   const int r = threadIdx.x;
   const int gs = blockDim.x;
   const int nacc = H / W;
-  const int tail = H - nacc * W;
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * H;
     T* outr = out + row * H;
@@ -79,10 +78,6 @@ rms_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* _
       kwiki::load_f32<W>(xr + static_cast<long long>(a) * W, v);
 #pragma unroll
       for (int j = 0; j < W; ++j) ss += v[j] * v[j];
-    }
-    if (W > 1 && r < tail) {
-      const float t = kwiki_to_float(xr[nacc * W + r]);
-      ss += t * t;
     }
     ss = kwiki::block_reduce_sum(ss);
     const float rstd = rsqrtf(ss / static_cast<float>(H) + eps);
@@ -95,10 +90,6 @@ rms_norm_loop_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* _
 #pragma unroll
       for (int j = 0; j < W; ++j) o[j] = v[j] * rstd * w[j];
       kwiki::store_f32<W>(outr + static_cast<long long>(a) * W, o);
-    }
-    if (W > 1 && r < tail) {
-      const int e = nacc * W + r;
-      outr[e] = kwiki_from_float<T>(kwiki_to_float(xr[e]) * rstd * kwiki_to_float(weight[e]));
     }
   }
 }

@@ -142,14 +142,17 @@ softmax_kernel(const T* __restrict__ x, T* __restrict__ out, long long rows, int
           if (a < nacc) {
             float o[W];
 #pragma unroll
-            for (int j = 0; j < W; ++j) o[j] = (kKeepExp ? e[kKeepExp ? i : 0][j] : softmax_exp<T>(sl.v[i].get(j) - m)) * inv;
+            for (int j = 0; j < W; ++j) {
+              if constexpr (kKeepExp) o[j] = e[i][j] * inv;
+              else o[j] = softmax_exp<T>(sl.v[i].get(j) - m) * inv;
+            }
             kwiki::store_f32<W>(outr + static_cast<long long>(a) * W, o);
           }
         }
       });
 }
 
-/// Rows longer than the register capacity: the online pair while streaming, then a second
+/// Rows longer than the register capacity (H a multiple of W): the online pair while streaming, then a second
 /// read (from L2) to write.
 template <typename T, int W>
 KWIKI_GLOBAL void __launch_bounds__(1024)
@@ -157,7 +160,6 @@ softmax_loop_kernel(const T* __restrict__ x, T* __restrict__ out, long long rows
   const int r = threadIdx.x;
   const int gs = blockDim.x;
   const int nacc = N / W;
-  const int tail = N - nacc * W;
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * N;
     T* outr = out + row * N;
@@ -167,10 +169,6 @@ softmax_loop_kernel(const T* __restrict__ x, T* __restrict__ out, long long rows
       float f[W];
       kwiki::load_f32<W>(xr + static_cast<long long>(a) * W, f);
       accumulate<W>(m, s, f);
-    }
-    if (W > 1 && r < tail) {
-      const float f[1] = {kwiki_to_float(xr[nacc * W + r])};
-      accumulate<1>(m, s, f);
     }
     group_reduce<false>(m, s);
     const float inv = 1.f / s;
@@ -182,10 +180,6 @@ softmax_loop_kernel(const T* __restrict__ x, T* __restrict__ out, long long rows
 #pragma unroll
       for (int j = 0; j < W; ++j) o[j] = expf(f[j] - m) * inv;
       kwiki::store_f32<W>(outr + off, o);
-    }
-    if (W > 1 && r < tail) {
-      const int e = nacc * W + r;
-      outr[e] = kwiki_from_float<T>(expf(kwiki_to_float(xr[e]) - m) * inv);
     }
   }
 }
