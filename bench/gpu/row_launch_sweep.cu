@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
-#include <string>
 #include <vector>
 
 #include "bench_cuda.cuh"
@@ -31,51 +30,6 @@ double time_us(const std::function<void()>& launch) { return timer->median_us(la
 __global__ void copy16(const uint4* __restrict__ in, uint4* __restrict__ out, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
     out[i] = in[i];
-}
-
-/// Hand-written RMSNorm with the next row in flight (a reference for the template's
-/// for_each_row_prefetched): a fixed grid of blocks strides over rows, two rows' slices in
-/// registers.
-template <int VPT>
-__global__ void __launch_bounds__(1024) rms_norm_prefetch(const bf16* __restrict__ x, const bf16* __restrict__ weight,
-                                                          bf16* __restrict__ out, long long rows, int H, float eps) {
-  constexpr int W = 8;
-  const int r = threadIdx.x, gs = blockDim.x, nacc = H / W;
-  kwiki::Packed<bf16, W> cur[VPT], nxt[VPT];
-  long long row = blockIdx.x;
-  if (row >= rows) return;
-#pragma unroll
-  for (int i = 0; i < VPT; ++i)
-    if (r + i * gs < nacc) cur[i].load(x + row * H + static_cast<long long>(r + i * gs) * W);
-  for (; row < rows; row += gridDim.x) {
-    const long long nrow = row + gridDim.x;
-    if (nrow < rows) {
-#pragma unroll
-      for (int i = 0; i < VPT; ++i)
-        if (r + i * gs < nacc) nxt[i].load(x + nrow * H + static_cast<long long>(r + i * gs) * W);
-    }
-    float ss = 0.f;
-#pragma unroll
-    for (int i = 0; i < VPT; ++i)
-      if (r + i * gs < nacc)
-#pragma unroll
-        for (int j = 0; j < W; ++j) ss += cur[i].get(j) * cur[i].get(j);
-    ss = kwiki::block_reduce_sum(ss);
-    const float rstd = rsqrtf(ss / H + eps);
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) {
-      const int a = r + i * gs;
-      if (a < nacc) {
-        float w[W], o[W];
-        kwiki::load_f32<W>(weight + static_cast<long long>(a) * W, w);
-#pragma unroll
-        for (int j = 0; j < W; ++j) o[j] = cur[i].get(j) * rstd * w[j];
-        kwiki::store_f32<W>(out + row * H + static_cast<long long>(a) * W, o);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < VPT; ++i) cur[i] = nxt[i];
-  }
 }
 
 template <typename K>
@@ -105,9 +59,6 @@ void sweep_rms(const bf16* x, const bf16* w, bf16* o, long long T, int H) {
   auto k = kwiki_rms_norm::rms_norm_kernel<bf16, 8, VPT, false>;
   const double us = time_us([&] { k<<<grid_for(k, block, T), block>>>(x, w, o, T, H, 1e-6f); });
   report("rms_norm", block, VPT, k, us, 2.0 * T * H * 2);
-  auto p = rms_norm_prefetch<VPT>;
-  const double us2 = time_us([&] { p<<<grid_for(p, block, T), block>>>(x, w, o, T, H, 1e-6f); });
-  report("rms_norm hand-prefetched", block, VPT, p, us2, 2.0 * T * H * 2);
 }
 
 template <int VPT>
@@ -142,8 +93,7 @@ void sweep_fp8(const bf16* x, unsigned char* q, float* s, long long T, int H) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const bool profile = argc > 1 && std::string(argv[1]) == "profile";  // one launch per variant, for ncu
+int main() {
   cudaDeviceProp prop{};
   KWIKI_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   kwiki_bench::FlushedTimer flushed_timer;
@@ -164,16 +114,6 @@ int main(int argc, char** argv) {
   KWIKI_CUDA_CHECK(cudaMalloc(&q, big));
   KWIKI_CUDA_CHECK(cudaMalloc(&s, 16384 * 4));
 
-  if (profile) {  // RMSNorm 16384 x 8192 at 1024 threads: the template, then the hand-written reference
-    auto k = kwiki_rms_norm::rms_norm_kernel<bf16, 8, 1, false>;
-    auto p = rms_norm_prefetch<1>;
-    for (int i = 0; i < 2; ++i) {
-      k<<<grid_for(k, 1024, 16384), 1024>>>(x, w, o, 16384, 8192, 1e-6f);
-      p<<<grid_for(p, 1024, 16384), 1024>>>(x, w, o, 16384, 8192, 1e-6f);
-    }
-    KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
-    return 0;
-  }
   const size_t n16 = big * 2 / 16;
   for (int grid : {prop.multiProcessorCount * 4, prop.multiProcessorCount * 8, prop.multiProcessorCount * 16}) {
     const double us = time_us([&] { copy16<<<grid, 256>>>(reinterpret_cast<const uint4*>(x), reinterpret_cast<uint4*>(o), n16); });
