@@ -294,6 +294,11 @@ void extract_kernel(const json& doc, const RecordLocation& where, BuiltRecord& o
   for (const auto& s : signals.at("symptoms")) push_unique(r.symptoms, s.get<std::string>());
   if (auto b = signals.find("bottleneck"); b != signals.end() && b->is_string()) push_unique(r.symptoms, b->get<std::string>());
   for (const auto& t : retrieval.at("technique_tags")) push_unique(r.tags, t.get<std::string>());
+  if (auto links = retrieval.find("links"); links != retrieval.end() && links->is_object())
+    for (const char* kind : {"see_also", "cited_records"})
+      if (auto ids = links->find(kind); ids != links->end() && ids->is_array())
+        for (const auto& v : *ids)
+          if (v.is_string()) push_unique(r.links, v.get<std::string>());
 
   const json& payload = doc.at("payload");
   r.title_text = string_or_empty(payload, "goal") + "\n" + string_or_empty(payload, "technique") + "\n" +

@@ -144,7 +144,7 @@ std::string encode_search_data(const Record& r) {
   };
   // Tab-separated: what the ranker needs per hit without a store round trip.
   return r.key + '\t' + r.type + '\t' + r.vendor + '\t' + r.arch + '\t' + r.dsl + '\t' + join(r.products) + '\t' +
-         join(r.operators) + '\t' + join(r.symptoms) + '\t' + join(r.tags) + '\t' + r.store;
+         join(r.operators) + '\t' + join(r.symptoms) + '\t' + join(r.tags) + '\t' + r.store + '\t' + join(r.links);
 }
 
 namespace {

@@ -27,7 +27,7 @@ std::vector<std::string> shard_dirs(const std::string& generation_dir);
 inline constexpr const char* kShardKey = "kwiki:shard";              ///< "K/N"
 inline constexpr const char* kFingerprintKey = "kwiki:fingerprint";  ///< the generation's corpus fingerprint
 /// Version of the on-disk layout; bump when the store schema changes.
-inline constexpr int kStoreFormat = 4;
+inline constexpr int kStoreFormat = 5;
 
 /// Xapian boolean term prefixes and value slots, shared by the writer and the query engine.
 namespace term {
@@ -53,7 +53,7 @@ inline constexpr unsigned kSlotHit = 2;  ///< encode_search_data(): what the ran
 Xapian::Document make_search_document(const Record& record, Xapian::TermGenerator& generator);
 
 /// The document data of a search hit: key, type, vendor, arch, dsl, products, operators,
-/// symptoms, tags, store; tab-separated, lists comma-separated.
+/// symptoms, tags, store, links; tab-separated, lists comma-separated.
 std::string encode_search_data(const Record& record);
 
 /// A term generator configured the way the index expects (English stemming, no positions).

@@ -18,7 +18,7 @@ namespace {
 
 struct HitData {
   std::string key, type, vendor, arch, dsl;
-  std::vector<std::string> products, operators, symptoms, tags;
+  std::vector<std::string> products, operators, symptoms, tags, links;
 };
 
 std::vector<std::string> split(std::string_view s, char sep) {
@@ -46,6 +46,7 @@ HitData decode(const std::string& data) {
   h.operators = split(at(6), ',');
   h.symptoms = split(at(7), ',');
   h.tags = split(at(8), ',');
+  h.links = split(at(10), ',');  // at(9) is the store
   return h;
 }
 
@@ -82,6 +83,22 @@ Xapian::Query match_all() { return Xapian::Query(std::string()); }
 constexpr std::size_t kFeedbackRecords = 3;
 constexpr double kSharedTagWeight = 0.10;  ///< per shared tag of idf weight 1
 constexpr double kSharedTagCap = 3.0;      ///< at most this much idf weight counts
+
+// Link feedback (see place_links): the leading record's links (see_also, cited_records) are
+// what its author would read next. Up to kLinkedPlaces of them that rank below kLinkedPlace
+// move up to it (e.g. a norm kernel's block reduction), behind everything ranked above it.
+constexpr std::size_t kLinkedPlace = 7;   ///< 1-based rank a linked record is lifted to
+constexpr std::size_t kLinkedPlaces = 2;  ///< at most this many are lifted
+
+// A link names a record id; a private record's key carries the store prefix.
+std::string_view id_of(std::string_view key) {
+  const std::string_view prefix = kInternalPrefix;
+  return key.starts_with(prefix) ? key.substr(prefix.size()) : key;
+}
+bool links_to(const HitData& from, std::string_view key) {
+  const std::string_view id = id_of(key);
+  return std::find(from.links.begin(), from.links.end(), id) != from.links.end();
+}
 
 struct WeightedTerm {
   std::string term;
@@ -239,6 +256,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       std::string name;
       Xapian::Query filter;
       bool other_architecture = false;
+      bool text_optional = false;  ///< the filter alone selects; the text only weighs
     };
     // Candidate generation widens in stages (primary operator and symptom, operator, any named
     // operator, symptom, the whole scope); the pooled candidates are then ranked together, so a
@@ -286,7 +304,10 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     };
     Xapian::doccount last_matches = 0;  // estimated matches of the last stage run
     auto run_stage = [&](const Stage& stage, int index, std::vector<Hit>& hits, std::set<std::string>& seen) {
-      enquire.set_query(Xapian::Query(Xapian::Query::OP_AND_NOT, Xapian::Query(Xapian::Query::OP_FILTER, text, stage.filter), exact_only));
+      const Xapian::Query selected = stage.text_optional
+                                         ? Xapian::Query(Xapian::Query::OP_AND_MAYBE, Xapian::Query(Xapian::Query::OP_SCALE_WEIGHT, stage.filter, 0), text)
+                                         : Xapian::Query(Xapian::Query::OP_FILTER, text, stage.filter);
+      enquire.set_query(Xapian::Query(Xapian::Query::OP_AND_NOT, selected, exact_only));
       const Xapian::MSet mset = enquire.get_mset(0, static_cast<Xapian::doccount>(depth));
       mset.fetch();  // remote shards: every hit's document in one round trip, not one each
       std::size_t added = 0;
@@ -450,6 +471,18 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         });
     };
 
+    auto place_links = [&](std::vector<Candidate>& ranked, const std::vector<Hit>& hits, std::size_t leader) {
+      std::size_t lifted = 0;
+      for (std::size_t i = kLinkedPlace; i < ranked.size() && lifted < kLinkedPlaces; ++i) {
+        if (!links_to(hits[leader].data, ranked[i].key)) continue;
+        Candidate moving = std::move(ranked[i]);
+        ranked.erase(ranked.begin() + static_cast<std::ptrdiff_t>(i));
+        if (explain) moving.explain["linked_from"] = hits[leader].data.key;
+        ranked.insert(ranked.begin() + static_cast<std::ptrdiff_t>(kLinkedPlace - 1 + lifted), std::move(moving));
+        ++lifted;
+      }
+    };
+
     std::vector<Hit> pool;
     std::set<std::string> seen;
     // Every stage runs: the pool is ranked as a whole, so stopping once enough candidates are
@@ -465,6 +498,27 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     }
     std::vector<Candidate> out = score_hits(pool, "", false);
     rank_by_shared_tags(out, pool);
+    // Link feedback: the leading record's links outside the pool are fetched inside the scope
+    // (whatever their words), then placed.
+    if (!out.empty()) {
+      const std::size_t leader = out.front().hit;
+      const HitData& leading = pool[leader].data;
+      const bool private_leader = leading.key != id_of(leading.key);
+      std::vector<std::string> unpooled;
+      for (const auto& id : leading.links) {
+        const std::string key = private_leader ? kInternalPrefix + id : id;
+        for (const std::string& k : {id, key})
+          if (!seen.contains(k) && std::find(unpooled.begin(), unpooled.end(), k) == unpooled.end()) unpooled.push_back(k);
+      }
+      if (!unpooled.empty()) {
+        plan.push_back({"linked", within(any_of(term::kId, unpooled)), false, true});
+        if (run_stage(plan.back(), static_cast<int>(plan.size() - 1), pool, seen) > 0) {
+          out = score_hits(pool, "", false);
+          rank_by_shared_tags(out, pool);
+        }
+      }
+      place_links(out, pool, leader);
+    }
     if (out.size() > want) out.resize(want);
     if (out.size() < want && widen_arch) {
       std::vector<Hit> others;

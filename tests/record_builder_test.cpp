@@ -2,6 +2,7 @@
 #include "record_builder.hpp"
 
 #include "json_text.hpp"
+#include "store_writer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -62,6 +63,17 @@ TEST(RecordBuilder, InternalRecordsAreNamespaced) {
   const BuiltRecord b = build_record(validator(), fixture(kCard), where, warnings);
   EXPECT_EQ(b.record.key, "internal_gpu_wiki::nvidia.hopper.cuda.rmsnorm.fixture-vector-loads");
   EXPECT_EQ(b.record.store, "internal_gpu_wiki");
+}
+
+TEST(RecordBuilder, LinksAreKeptForTheRanker) {
+  ordered_json doc = ordered_json::parse(fixture(kCard));
+  doc["retrieval"]["links"] = {{"see_also", {"generic.generic.any.reduction.two-level-warp-then-block"}},
+                               {"cited_records", {"nvidia.hopper.spec-sheet.h100-sxm", "generic.generic.any.reduction.two-level-warp-then-block"}}};
+  std::vector<Diagnostic> warnings;
+  const BuiltRecord b = build_record(validator(), doc.dump(1), kernel_at(kCard), warnings);
+  EXPECT_EQ(b.record.links, (std::vector<std::string>{"generic.generic.any.reduction.two-level-warp-then-block", "nvidia.hopper.spec-sheet.h100-sxm"}));
+  const std::string data = encode_search_data(b.record);
+  EXPECT_TRUE(data.ends_with("\tgeneric.generic.any.reduction.two-level-warp-then-block,nvidia.hopper.spec-sheet.h100-sxm")) << data;
 }
 
 TEST(RecordBuilder, SpecSheetFactsAreFlattened) {

@@ -40,6 +40,7 @@ struct Record {
   std::vector<std::string> tags;       ///< technique tags, mnemonic, feature
   std::vector<std::string> products;   ///< products it applies to
   std::vector<std::string> aliases;    ///< product spellings (spec sheets)
+  std::vector<std::string> links;      ///< ids it links to (retrieval.links see_also, cited_records)
   std::string workload_family;         ///< generality.workload_family
   std::string title_text;              ///< high-weight free text (goal, title, triggers)
   std::string body_text;               ///< the rest of the served free text
