@@ -6,7 +6,12 @@
 // Numerics: products accumulated in fp32, bias added in fp32, one rounding at the store.
 //
 // Kernels
-//   * CUDA (sm_80+, tuned for sm_90a): tensor cores through mma.sync.m16n8k16 (bf16 or f16 in,
+//   * CUDA on a cc 9.0 device, 16-bit types, M > 64 and M*N*K >= 2^28, K % 8 == 0, 16-byte aligned
+//     x and w: gemm_wgmma_kernel -- TMA loads into a 4-stage 128-byte-swizzled shared-memory ring,
+//     wgmma.m64n256k16 from shared memory, a producer warpgroup and two consumer warpgroups,
+//     block tile 128x256x64 (H200: 4096^3 bf16 at 697 TFLOPS, cuBLAS 796; bench/gpu/gemm_sweep.cu).
+//     Needs a build for sm_90a (kwiki builds Hopper kernels so).
+//   * CUDA otherwise (sm_80+): tensor cores through mma.sync.m16n8k16 (bf16 or f16 in,
 //     f32 accumulate) by inline PTX; ldmatrix.x4 from an XOR-swizzled shared-memory tile
 //     (bank-conflict free); block tile 128x128x32, 8 warps (2 x 4) of 64x32 each; a
 //     KWIKI_GEMM_STAGES-deep (default 3; 2 also works) cp.async 16-byte pipeline with
@@ -30,6 +35,10 @@
 
 #include <stdint.h>
 #include <type_traits>
+#if !KWIKI_PLATFORM_HIP
+#include <cuda.h>  // CUtensorMap and its enums (types only; the encoder is fetched from the driver)
+#include <stdio.h>
+#endif
 
 #ifndef KWIKI_GEMM_STAGES
 #define KWIKI_GEMM_STAGES 3  // cp.async pipeline depth of the CUDA tensor-core kernel (2..3; 3 x 16 KiB = 48 KiB static smem)
@@ -558,6 +567,272 @@ gemm_mma_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __res
   }
 }
 
+// =============================================================================================
+// CUDA sm_90a tensor-core kernel: TMA + WGMMA, warp-specialized (the large-M path on Hopper).
+// Block tile 128 x 256 x 64, three warpgroups: warpgroup 0 is the producer (one thread issues
+// the TMA copies of both operand tiles into a 4-stage shared-memory ring, 128-byte swizzled),
+// warpgroups 1 and 2 each own 64 rows of the tile and run wgmma.m64n256k16 straight from shared
+// memory (128 fp32 accumulators per thread). Stage hand-off through mbarriers: "full" (the TMA
+// bytes landed) and "empty" (both consumers' wgmmas that read the stage have completed). The
+// producer gives registers to the consumers (setmaxnreg). TMA zero-fills rows, columns and K
+// outside the matrices; the epilogue adds the bias in fp32 and rounds once at the store.
+// Needs: K % 8 == 0 and 16-byte aligned x, w (TMA strides and addresses), a cc 9.0 device, and
+// a build for sm_90a (wgmma and setmaxnreg are sm_90a features; kwiki builds Hopper kernels so).
+// =============================================================================================
+namespace wg {
+constexpr int BM = 128, BN = 256, BK = 64, kStages = 4;
+constexpr int kConsumers = 2;                            // warpgroups of 64 rows each
+constexpr int kThreads = 128 * (kConsumers + 1);         // + the producer warpgroup
+constexpr uint32_t kABytes = BM * BK * 2;                // 16 KiB
+constexpr uint32_t kBBytes = BN * BK * 2;                // 32 KiB
+constexpr uint32_t kStageBytes = kABytes + kBBytes;      // one TMA transaction per stage
+constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 2 * kStages * 8;  // + 1 KiB alignment, barriers
+}  // namespace wg
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred P1;\nWAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@P1 bra DONE;\nbra WAIT;\nDONE:\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// 2-D TMA tile copy global -> shared, completion counted on mbarrier bar; c0 = K, c1 = row.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
+// Shared-memory matrix descriptor: K-major tile of 128-byte rows, 128-byte swizzle, 8-row groups
+// 1 KiB apart (the layout TMA writes with CU_TENSOR_MAP_SWIZZLE_128B).
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
+}
+// Keeps the compiler from moving accumulator reads / writes across the asynchronous wgmma.
+__device__ __forceinline__ void fence_acc(float (&d)[128]) {
+#pragma unroll
+  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// One wgmma.m64n256k16: d[128] (fp32) += A(64x16, smem descriptor da) * B(16x256, descriptor db),
+// both operands K-major. Expanded inside a function whose accumulator array is named d.
+#define KWIKI_WGMMA_M64N256K16(TYPE)                                                     \
+  asm volatile(                                                                       \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                     \
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {"               \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"          \
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31," \
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47," \
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63," \
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79," \
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95," \
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111," \
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
+      "}, %128, %129, p, 1, 1, 0, 0;\n}\n"                                             \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]) \
+      : "l"(da), "l"(db), "r"(1))
+template <typename T>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db) {
+  if constexpr (num<T>::kIsBf16) KWIKI_WGMMA_M64N256K16("bf16");
+  else KWIKI_WGMMA_M64N256K16("f16");
+}
+#undef KWIKI_WGMMA_M64N256K16
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+template <typename T>
+__global__ void __launch_bounds__(wg::kThreads, 1)
+gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tmx, const __grid_constant__ CUtensorMap tmw,
+                  const T* __restrict__ bias, T* __restrict__ out, int M, int N, int K) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int BM = wg::BM, BN = wg::BN, BK = wg::BK, kStages = wg::kStages;
+  constexpr uint32_t kABytes = wg::kABytes, kStageBytes = wg::kStageBytes;
+  extern __shared__ uint8_t dyn_smem[];
+  const uint32_t base = (smem_u32(dyn_smem) + 1023u) & ~1023u;  // 128-byte swizzle atoms: 1 KiB aligned
+  const uint32_t full = base + kStages * kStageBytes;            // kStages mbarriers: the stage's bytes landed
+  const uint32_t empty = full + kStages * 8;                     // kStages mbarriers: the stage was consumed
+  const int tid = threadIdx.x;
+  const int warpgroup = tid / 128;
+  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+  const int KT = (K + BK - 1) / BK;
+
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(full + 8 * s, 1);
+      mbar_init(empty + 8 * s, wg::kConsumers);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {  // producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (tid == 0) {
+      for (int kt = 0; kt < KT; ++kt) {
+        const int s = kt % kStages;
+        if (kt >= kStages) mbar_wait(empty + 8 * s, ((kt / kStages) - 1) & 1);
+        const uint32_t a = base + s * kStageBytes;
+        mbar_expect_tx(full + 8 * s, kStageBytes);
+        tma_load_2d(a, &tmx, full + 8 * s, kt * BK, m0);
+        tma_load_2d(a + kABytes, &tmw, full + 8 * s, kt * BK, n0);
+      }
+    }
+    return;
+  }
+
+  // Consumers: warpgroup c owns rows [c * 64, c * 64 + 64) of the tile.
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+  const int c = warpgroup - 1;
+  float d[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) d[i] = 0.f;
+  for (int kt = 0; kt < KT; ++kt) {
+    const int s = kt % kStages;
+    mbar_wait(full + 8 * s, (kt / kStages) & 1);
+    const uint32_t a = base + s * kStageBytes + c * 64 * BK * 2;
+    const uint32_t b = base + s * kStageBytes + kABytes;
+    fence_acc(d);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) wgmma_m64n256k16<T>(d, smem_desc(a + kk * 32), smem_desc(b + kk * 32));
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    // Keep this stage's wgmmas in flight; the previous stage's are done, so hand it back.
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    fence_acc(d);
+    if (kt > 0 && tid % 128 == 0) mbar_arrive(empty + 8 * ((kt - 1) % kStages));
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  fence_acc(d);
+
+  // Epilogue. Accumulator layout of m64nNk16: for each 8-column group j, d[4j], d[4j+1] are
+  // (row w*16 + lane/4, cols 8j + 2*(lane%4) + {0,1}) and d[4j+2], d[4j+3] the same 8 rows below.
+  const int lt = tid % 128, w4 = lt / 32, lane = lt % 32;
+  const int row0 = m0 + c * 64 + w4 * 16 + lane / 4;
+  const bool pair_ok = (N % 2 == 0) && ((reinterpret_cast<uintptr_t>(out) & 3) == 0);
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int col = n0 + 8 * j + 2 * (lane % 4);
+    if (col >= N) continue;
+    float b0 = 0.f, b1 = 0.f;
+    if (bias != nullptr) {
+      b0 = num<T>::to_f(bias[col]);
+      if (col + 1 < N) b1 = num<T>::to_f(bias[col + 1]);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 8 * h;
+      if (row >= M) continue;
+      const T v0 = num<T>::from_f(d[4 * j + 2 * h] + b0);
+      const T v1 = num<T>::from_f(d[4 * j + 2 * h + 1] + b1);
+      T* o = out + (size_t)row * N + col;
+      if (pair_ok && col + 1 < N) {
+        *reinterpret_cast<uint32_t*>(o) = (uint32_t)bits16<T>(v0) | ((uint32_t)bits16<T>(v1) << 16);
+      } else {
+        o[0] = v0;
+        if (col + 1 < N) o[1] = v1;
+      }
+    }
+  }
+#else
+  // Built for another target than sm_90a: the host only launches this on cc 9.0, so say why it stops.
+  if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0)
+    printf("kwiki gemm: the WGMMA kernel needs a build for sm_90a (-gencode=arch=compute_90a,code=sm_90a)\n");
+  __trap();
+#endif
+}
+
+// Host side of the WGMMA path: the tensor-map encoder comes from the driver at run time (no -lcuda).
+typedef CUresult (*TensorMapEncodeTiled)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                          const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
+                                          CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                          CUtensorMapFloatOOBfill);
+
+inline TensorMapEncodeTiled tensor_map_encoder() {
+  static const TensorMapEncodeTiled fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      return static_cast<TensorMapEncodeTiled>(nullptr);
+    return reinterpret_cast<TensorMapEncodeTiled>(p);
+  }();
+  return fn;
+}
+
+// Row-major [rows, K] 16-bit matrix, boxes of box_rows x 64 elements (128 bytes), 128-byte swizzle.
+template <typename T>
+inline bool make_tile_map(CUtensorMap* map, const T* ptr, int rows, int K, int box_rows) {
+  const TensorMapEncodeTiled encode = tensor_map_encoder();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
+  const cuuint64_t strides[1] = {(cuuint64_t)K * sizeof(T)};
+  const cuuint32_t box[2] = {(cuuint32_t)wg::BK, (cuuint32_t)box_rows};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  return encode(map, num<T>::kIsBf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                const_cast<T*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// Whether this process can run the WGMMA kernel on the current device (cc 9.0, encoder found,
+// the shared-memory opt-in granted); decided once per device.
+template <typename T>
+inline bool wgmma_available() {
+  static int state[64];  // 0 unknown, 1 yes, 2 no; per device ordinal
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+  if (state[dev] == 0) {
+    int major = 0, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    bool ok = major == 9 && minor == 0 && tensor_map_encoder() != nullptr;
+    if (ok)
+      ok = cudaFuncSetAttribute(gemm_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, wg::kSmemBytes) ==
+           cudaSuccess;
+    state[dev] = ok ? 1 : 2;
+  }
+  return state[dev] == 1;
+}
+
+// Launches the WGMMA kernel; false when its preconditions do not hold (the caller falls back).
+template <typename T>
+inline bool launch_wgmma(const T* x, const T* w, const T* bias, T* out, int M, int N, int K, cudaStream_t stream) {
+  if (K % 8 != 0 || (reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(w) & 15) != 0)
+    return false;
+  if (!wgmma_available<T>()) return false;
+  const unsigned gx = (unsigned)((M + wg::BM - 1) / wg::BM), gy = (unsigned)((N + wg::BN - 1) / wg::BN);
+  if (gy > 65535u) return false;
+  CUtensorMap tmx, tmw;
+  if (!make_tile_map<T>(&tmx, x, M, K, wg::BM) || !make_tile_map<T>(&tmw, w, N, K, wg::BN)) return false;
+  gemm_wgmma_kernel<T><<<dim3(gx, gy), wg::kThreads, wg::kSmemBytes, stream>>>(tmx, tmw, bias, out, M, N, K);
+  return true;
+}
+
 #else  // KWIKI_PLATFORM_HIP
 // =============================================================================================
 // HIP MFMA kernel (CDNA3 gfx942 / CDNA4 gfx950), wave64.
@@ -769,6 +1044,10 @@ __host__ inline int launch(const T* x, const T* w, const T* bias, T* out, int M,
     if (vec) gemm_mfma_kernel<T, true><<<grid, kThreads, 0, stream>>>(x, w, bias, out, M, N, K);
     else gemm_mfma_kernel<T, false><<<grid, kThreads, 0, stream>>>(x, w, bias, out, M, N, K);
 #else
+    // WGMMA from 2^28 multiply-adds up: below, a handful of tiles, and the mma.sync kernel was
+    // faster on the H200 (bench/gpu/gemm_sweep.cu: 129x257x64 12.0 us vs 19.6 us; 1000^3 25.8 vs 22.5 us).
+    const bool large = static_cast<double>(M) * N * K >= 268435456.0;
+    if (vec && large && launch_wgmma<T>(x, w, bias, out, M, N, K, stream)) return last_error();
     if (vec) gemm_mma_kernel<T, true><<<grid, kThreads, 0, stream>>>(x, w, bias, out, M, N, K);
     else gemm_mma_kernel<T, false><<<grid, kThreads, 0, stream>>>(x, w, bias, out, M, N, K);
 #endif
