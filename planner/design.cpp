@@ -132,10 +132,23 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     const std::string gqa_rec = wiki.ask("GQA", "GQA decode attention load each KV head once for its query heads");
     const std::string page_rec = wiki.ask("paging", "paged attention block table page gather vectorized loads");
     add("mapping", "one block per (sequence, KV head, split); the block serves all query heads of its GQA group", gqa_rec);
-    add("split-KV", "splits = clamp(ceil(16 x " + std::to_string(units) + " " + t.compute_unit_name +
-                        "s / (batch x KV heads)), 1, ceil(context / 512)); a second kernel merges partials with their log-sum-exp",
+    // CUDA: the template's tensor-core kernel (16-bit, head size 64/128, up to 8 query heads per
+    // KV head) keeps K/V in flight in shared memory and wants about one block per SM; the
+    // CUDA-core kernel (HIP, and the other CUDA shapes) wants about 16.
+    const std::string units_text = std::to_string(units) + " " + t.compute_unit_name + "s";
+    add("split-KV", (amd ? "splits = clamp(ceil(16 x " + units_text + " / (batch x KV heads)), 1, ceil(context / 512))"
+                         : "splits = clamp(floor(" + units_text + " / (batch x KV heads)), 1, ceil(context / 512)) on the tensor-core "
+                           "path (16-bit, head size 64/128, <= 8 query heads per KV head), else clamp(ceil(16 x " + units_text +
+                           " / (batch x KV heads)), ...)") +
+                        "; a second kernel merges partials with their log-sum-exp",
         split_rec);
-    add("data movement", "16-byte loads of K and V rows through the block table (page size 16); each KV element read once", page_rec);
+    add("data movement", amd ? "16-byte loads of K and V rows through the block table (page size 16); each KV element read once"
+                             : "cp.async 16-byte copies of K and V rows through the block table into a 2-chunk shared-memory ring per "
+                               "warp (16 tokens a chunk, XOR-swizzled), ldmatrix to registers; each KV element read once",
+        page_rec);
+    if (!amd)
+      add("products", "Q K^T and P V on mma.sync m16n8k16 (the GQA group's query heads as rows), P fed as two 16-bit terms",
+          wiki.ask("tensor cores", "decode attention tensor cores mma GQA query heads"));
     add("softmax", "online softmax in fp32 (running max and sum), fp32 partial outputs and LSE",
         wiki.ask("numerics", "online softmax fp32 partials log-sum-exp merge decode"));
     add("threads", amd ? "256 threads (4 wavefronts)" : "128 threads (4 warps)", split_rec);

@@ -120,11 +120,19 @@ class Model(torch.nn.Module):
             nb, page, hkv, _ = kc.shape
             mb = bt.shape[1]
             max_len = mb * page
-            sms = torch.cuda.get_device_properties(q.device).multi_processor_count
-            # About 16 blocks of 4 warps per SM: each warp waits on its K/V loads, so the SM needs
-            # many resident warps (H200, B32 ctx16384: 2 splits 1.63 TB/s, 16 splits 2.17 TB/s;
+            props = torch.cuda.get_device_properties(q.device)
+            sms = props.multi_processor_count
+            # The template's tensor-core kernel (CUDA sm_80+, 16-bit, D 64/128, G <= 8, page a
+            # power of two >= 16) keeps its K/V in flight in shared memory: about one block per SM
+            # is enough, and fewer splits spare the merge (H200, bench/gpu/decode_kernel_bench.cu:
+            # B32 ctx16384 1 split 499 us, 9 splits 511 us; B1 ctx32768 16 splits 52 us, 64 splits
+            # 70 us). The generic kernel waits on its loads in registers and wants about 16 blocks of
+            # 4 warps per SM (B32 ctx16384: 2 splits 1.63 TB/s, 16 splits 2.17 TB/s;
             # bench/gpu/decode_split_sweep.cu). At most one split per 512 tokens.
-            splits = max(1, min(math.ceil(max_len / 512), math.ceil(16 * sms / (b * hkv))))
+            mma = (torch.version.hip is None and props.major >= 8 and q.dtype in (torch.bfloat16, torch.float16)
+                   and d in (64, 128) and hq // hkv <= 8 and page >= 16 and page & (page - 1) == 0)
+            per_sm = sms // (b * hkv) if mma else math.ceil(16 * sms / (b * hkv))
+            splits = max(1, min(math.ceil(max_len / 512), per_sm))
             out = _poisoned(q.shape, q.dtype, q.device)
             po = torch.empty((b, hq, splits, d), dtype=torch.float32, device=q.device)
             pl = torch.empty((b, hq, splits), dtype=torch.float32, device=q.device)

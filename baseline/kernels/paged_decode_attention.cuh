@@ -23,6 +23,13 @@
 // then the warps, are merged at the end (shuffles, then shared memory). The block writes
 // partial_out[b, h, s, :] and partial_lse[b, h, s] (natural log); an empty split writes zeros
 // and lse = -inf. With S == 1 kernel 1 writes out directly and kernel 2 is not launched.
+// Kernel 1, tensor-core form (pda_mma_kernel; CUDA only, taken where it applies: sm_80+, T bf16
+// or fp16, D 64 or 128, G <= 8, P a power of two >= 16; otherwise the kernel above): the same
+// grid, splits and outputs, with the K/V chunks staged in shared memory by cp.async (a ring of
+// kStages chunks per warp) and both products on mma.sync; see its comment below. It moves the
+// B32 ctx16384 sample from 975 us to 499-511 us on the H200 (bench/gpu/decode_kernel_bench.cu,
+// log bench/results/decode_kernel_bench-h200.txt) and wants about one block per SM, not 16
+// (baseline/harness/kernel_shim.py picks the split count by kernel).
 // Kernel 2 (pda_merge_kernel): one block per (query head, sequence) merges the S partials with
 // their log-sum-exp weights and rounds to T once.
 //
@@ -349,6 +356,291 @@ pda_merge_kernel(const float* __restrict__ partial_out, const float* __restrict_
   }
 }
 
+// =============================================================================================
+// Kernel 1, tensor-core path (CUDA, sm_80+; 16-bit T, D in {64, 128}, G <= 8, P a multiple of
+// 16). Same grid, split bounds, statistics and outputs as pda_split_kernel; the block's 4 warps
+// take the split's 16-token chunks in turn (chunk c to warp c % 4), each warp through its own
+// ring of NST shared-memory stages filled by cp.async (16-byte pieces, zero-filled past the
+// sequence end), so NST - 1 chunks of K and V (NST - 1 times 4 KB for D = 128) stay in flight
+// per warp without holding registers. Per chunk, as FlashAttention-2 does it: S = Q K^T by
+// mma.sync m16n8k16 (A = the G query heads as rows 0..7 of 16, from registers; B = K through
+// ldmatrix), online softmax on the accumulator fragments in fp32, O += P V by mma.sync (B = V
+// through ldmatrix.trans). P is fed to the second product as two 16-bit terms, hi = T(p) and
+// lo = T(p - hi) (about 16 significant bits), so the products and the fp32 accumulation keep
+// the generic kernel's accuracy instead of rounding p to T. Rows of a chunk are placed with
+// 16-byte XOR swizzle (piece c of row r at c ^ (r & 7)): ldmatrix reads are conflict free.
+// =============================================================================================
+#if KWIKI_PLATFORM_CUDA
+namespace mma_path {
+
+constexpr int kChunk = 16;  // tokens per chunk (one mma N tile pair / K step)
+
+KWIKI_DEVICE uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+KWIKI_DEVICE void cp_async16(uint32_t dst, const void* src, bool fill) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(fill ? 16 : 0) : "memory");
+}
+KWIKI_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+KWIKI_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+KWIKI_DEVICE void ldsm_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr) : "memory");
+}
+KWIKI_DEVICE void ldsm_x4_t(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr) : "memory");
+}
+
+// D(16x8, fp32) = A(16x16) B(16x8) + C, with A's rows 8..15 and C's rows 8..15 zero: only the
+// fragment's rows 0..7 (c0, c1) are kept.
+template <typename T>
+KWIKI_DEVICE void mma_top(float& c0, float& c1, uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
+  float d2, d3;
+  const uint32_t z = 0u;
+  const float zf = 0.f;
+  if constexpr (std::is_same<T, kwiki_bf16>::value) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=f"(c0), "=f"(c1), "=f"(d2), "=f"(d3)
+                 : "r"(a0), "r"(z), "r"(a2), "r"(z), "r"(b0), "r"(b1), "f"(c0), "f"(c1), "f"(zf), "f"(zf));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=f"(c0), "=f"(c1), "=f"(d2), "=f"(d3)
+                 : "r"(a0), "r"(z), "r"(a2), "r"(z), "r"(b0), "r"(b1), "f"(c0), "f"(c1), "f"(zf), "f"(zf));
+  }
+}
+
+// Two fp32 values -> two T in one 32-bit word (x in the low half), round to nearest even; and back.
+template <typename T>
+KWIKI_DEVICE uint32_t pack2(float x, float y) {
+  if constexpr (std::is_same<T, kwiki_bf16>::value) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __half2 h = __floats2half2_rn(x, y);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+template <typename T>
+KWIKI_DEVICE float2 unpack2(uint32_t w) {
+  if constexpr (std::is_same<T, kwiki_bf16>::value) {
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+  } else {
+    __half2 h;
+    *reinterpret_cast<uint32_t*>(&h) = w;
+    return __half22float2(h);
+  }
+}
+
+template <int D>
+struct Shape {
+  static constexpr int CHK = D / 8;                  // 16-byte pieces per K/V row
+  static constexpr int ROWB = D * 2;                 // bytes per row
+  static constexpr int STAGE = 2 * kChunk * ROWB;    // K then V of one chunk
+  static constexpr int PIECES = kChunk * CHK / 32;   // pieces per lane per tensor and chunk
+};
+
+template <typename T, int D, int NST>
+__global__ void __launch_bounds__(kThreads)
+pda_mma_kernel(const T* __restrict__ query, const T* __restrict__ key_cache, const T* __restrict__ value_cache,
+               const int* __restrict__ block_tables, const int* __restrict__ seq_lens, T* __restrict__ out,
+               float* __restrict__ partial_out, float* __restrict__ partial_lse, int Hq, int Hkv, int G, int P,
+               int logP, int MB, int S, float qscale) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  __trap();
+#else
+  using Sh = Shape<D>;
+  constexpr int CHK = Sh::CHK, ROWB = Sh::ROWB, STAGE = Sh::STAGE;
+  extern __shared__ __align__(128) unsigned char pda_smem[];
+  __shared__ float s_m[kWarps][8];
+  __shared__ float s_l[kWarps][8];
+
+  const int split = blockIdx.x, hkv = blockIdx.y, b = blockIdx.z;
+  const int h0 = hkv * G;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int gid = lane >> 2, tig = lane & 3;  // mma fragment row (query head) and column pair
+
+  int L = seq_lens[b];
+  L = L < 0 ? 0 : (L > MB * P ? MB * P : L);
+  const int per = ((L + S - 1) / S + kChunk - 1) / kChunk * kChunk;
+  const int ts = split * per;
+  const int te = min(L, ts + per);
+
+  auto write_result = [&](int g, int d, float o, float lse) {
+    const size_t bh = (size_t)b * Hq + (h0 + g);
+    if (S == 1) {
+      out[bh * D + d] = kwiki_from_float<T>(o);
+    } else {
+      partial_out[(bh * S + split) * D + d] = o;
+      if (d == 0) partial_lse[bh * S + split] = lse;
+    }
+  };
+  if (ts >= te) {  // empty split (block-uniform)
+    for (int i = tid; i < G * D; i += kThreads) write_result(i / D, i % D, 0.f, -INFINITY);
+    return;
+  }
+
+  // A fragments of Q (rows = query heads; rows >= G and 8..15 are zero), unscaled: the scale is
+  // applied to the fp32 scores.
+  uint32_t qa[D / 16][2];
+  {
+    const bool row = gid < G;
+    const T* qp = query + ((size_t)b * Hq + h0 + (row ? gid : 0)) * D + tig * 2;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      qa[kk][0] = row ? *reinterpret_cast<const uint32_t*>(qp + kk * 16) : 0u;
+      qa[kk][1] = row ? *reinterpret_cast<const uint32_t*>(qp + kk * 16 + 8) : 0u;
+    }
+  }
+
+  const int nch = (te - ts + kChunk - 1) / kChunk;
+  const int mine = warp < nch ? (nch - 1 - warp) / kWarps + 1 : 0;  // chunks warp, warp + 4, ...
+  const int* bt_row = block_tables + (size_t)b * MB;
+  const size_t row_stride = (size_t)Hkv * D;
+  const size_t page_stride = (size_t)P * row_stride;
+  const T* kbase = key_cache + (size_t)hkv * D;
+  const T* vbase = value_cache + (size_t)hkv * D;
+  const uint32_t ring = smem_u32(pda_smem) + (uint32_t)(warp * NST * STAGE);
+
+  auto chunk_tok = [&](int i) { return ts + (warp + i * kWarps) * kChunk; };
+  auto page_of = [&](int i) { return __ldg(bt_row + (chunk_tok(i) >> logP)); };
+  // cp.async of my i-th chunk (K and V rows of 16 tokens of one page) into stage i % NST.
+  auto issue = [&](int i, int page) {
+    const int t0 = chunk_tok(i);
+    const size_t off0 = (size_t)page * page_stride + (size_t)(t0 & (P - 1)) * row_stride;
+    const uint32_t st = ring + (uint32_t)((i % NST) * STAGE);
+#pragma unroll
+    for (int j = 0; j < Sh::PIECES; ++j) {
+      const int piece = lane + 32 * j;
+      const int r = piece / CHK, c = piece % CHK;
+      const bool ok = t0 + r < te;
+      const size_t off = off0 + (size_t)(ok ? r : 0) * row_stride + c * 8;
+      const uint32_t dst = st + (uint32_t)(r * ROWB + ((c ^ (r & 7)) << 4));
+      cp_async16(dst, kbase + off, ok);
+      cp_async16(dst + kChunk * ROWB, vbase + off, ok);
+    }
+  };
+
+  float m = -INFINITY, l = 0.f;  // state of query head gid (log2 domain); l: this lane's part
+  float acc[D / 8][2];            // O[gid][nt * 8 + 2 * tig + {0, 1}]
+#pragma unroll
+  for (int nt = 0; nt < D / 8; ++nt) acc[nt][0] = acc[nt][1] = 0.f;
+
+  int pg_ahead = NST - 1 < mine ? page_of(NST - 1) : 0;
+#pragma unroll
+  for (int i = 0; i < NST - 1; ++i) {
+    if (i < mine) issue(i, page_of(i));
+    cp_async_commit();
+  }
+  for (int i = 0; i < mine; ++i) {
+    const int ia = i + NST - 1;
+    if (ia < mine) issue(ia, pg_ahead);
+    cp_async_commit();
+    if (ia + 1 < mine) pg_ahead = page_of(ia + 1);
+    cp_async_wait<NST - 1>();
+    __syncwarp();
+
+    const uint32_t ks = ring + (uint32_t)((i % NST) * STAGE);
+    const uint32_t vs = ks + kChunk * ROWB;
+    // S = Q K^T: two 8-token tiles.
+    float s0[2] = {0.f, 0.f}, s1[2] = {0.f, 0.f};
+    {
+      const int r = ((lane >> 4) << 3) + (lane & 7);  // token row this lane addresses
+      const int half = (lane >> 3) & 1;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4(ks + (uint32_t)(r * ROWB + (((2 * kk + half) ^ (lane & 7)) << 4)), b0, b1, b2, b3);
+        mma_top<T>(s0[0], s0[1], qa[kk][0], qa[kk][1], b0, b1);
+        mma_top<T>(s1[0], s1[1], qa[kk][0], qa[kk][1], b2, b3);
+      }
+    }
+    // Online softmax for query head gid; this lane holds tokens 2 tig + {0, 1} and 8 + 2 tig + {0, 1}.
+    float x[4] = {s0[0] * qscale, s0[1] * qscale, s1[0] * qscale, s1[1] * qscale};
+    const int t0 = chunk_tok(i);
+    if (t0 + kChunk > te) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (t0 + (j >> 1) * 8 + 2 * tig + (j & 1) >= te) x[j] = -INFINITY;
+    }
+    float cm = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+    cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, 1));
+    cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, 2));
+    const float mn = fmaxf(m, cm);
+    const float mref = mn == -INFINITY ? 0.f : mn;  // nothing seen yet: keep exp2 finite (all p = 0)
+    const float alpha = exp2f(m - mref);
+    m = mn;
+    float p[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) p[j] = exp2f(x[j] - mref);
+    l = l * alpha + ((p[0] + p[1]) + (p[2] + p[3]));
+#pragma unroll
+    for (int nt = 0; nt < D / 8; ++nt) {
+      acc[nt][0] *= alpha;
+      acc[nt][1] *= alpha;
+    }
+    // P as hi + lo in T (A fragment: a0 = tokens 2 tig + {0, 1}, a2 = tokens 8 + 2 tig + {0, 1}).
+    const uint32_t h01 = pack2<T>(p[0], p[1]), h23 = pack2<T>(p[2], p[3]);
+    const float2 f01 = unpack2<T>(h01), f23 = unpack2<T>(h23);
+    const uint32_t l01 = pack2<T>(p[0] - f01.x, p[1] - f01.y), l23 = pack2<T>(p[2] - f23.x, p[3] - f23.y);
+    // O += P V: pairs of 8-dim tiles; ldmatrix.trans gives the B fragments (token-major V).
+    {
+      const int r = (((lane >> 3) & 1) << 3) + (lane & 7);
+      const int half = lane >> 4;
+#pragma unroll
+      for (int c = 0; c < D / 16; ++c) {
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4_t(vs + (uint32_t)(r * ROWB + (((2 * c + half) ^ (lane & 7)) << 4)), b0, b1, b2, b3);
+        mma_top<T>(acc[2 * c][0], acc[2 * c][1], h01, h23, b0, b1);
+        mma_top<T>(acc[2 * c][0], acc[2 * c][1], l01, l23, b0, b1);
+        mma_top<T>(acc[2 * c + 1][0], acc[2 * c + 1][1], h01, h23, b2, b3);
+        mma_top<T>(acc[2 * c + 1][0], acc[2 * c + 1][1], l01, l23, b2, b3);
+      }
+    }
+    __syncwarp();  // every lane is done with stage i % NST before it is refilled
+  }
+  cp_async_wait<0>();
+  __syncwarp();
+
+  // The quad's partial sums; then the warps are merged through shared memory (each warp's acc
+  // goes into its own, now idle, ring).
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  float* s_acc = reinterpret_cast<float*>(pda_smem + (size_t)warp * NST * STAGE);  // [8][D]
+#pragma unroll
+  for (int nt = 0; nt < D / 8; ++nt)
+    *reinterpret_cast<float2*>(s_acc + gid * D + nt * 8 + 2 * tig) = make_float2(acc[nt][0], acc[nt][1]);
+  if (tig == 0) {
+    s_m[warp][gid] = m;
+    s_l[warp][gid] = l;
+  }
+  __syncthreads();
+  for (int i = tid; i < G * D; i += kThreads) {
+    const int g = i / D, d = i % D;
+    float M = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) M = fmaxf(M, s_m[w][g]);
+    if (M == -INFINITY) {
+      write_result(g, d, 0.f, -INFINITY);
+      continue;
+    }
+    float lsum = 0.f, o = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = exp2f(s_m[w][g] - M);
+      const float* wa = reinterpret_cast<const float*>(pda_smem + (size_t)w * NST * STAGE);
+      lsum = fmaf(s_l[w][g], f, lsum);
+      o = fmaf(wa[g * D + d], f, o);
+    }
+    write_result(g, d, o / lsum, (M + log2f(lsum)) * kLn2);
+  }
+#endif
+}
+
+}  // namespace mma_path
+#endif  // KWIKI_PLATFORM_CUDA
+
 // ---------------------------------------------------------------------------------------------
 // Host side
 // ---------------------------------------------------------------------------------------------
@@ -364,7 +656,54 @@ struct Args {
   int B, Hq, Hkv, D, P, MB, S;
   float scale;
   kwiki_stream_t stream;
+  int path = 0;  // 0: the tensor-core kernel where it applies, else the generic one; 1: generic only;
+                 // 2: tensor-core only (-1 where it does not apply). For the benches.
 };
+
+template <typename T>
+inline int launch_merge(const Args& a) {
+  if (a.S <= 1) return kwiki_last_error();
+  const int e = kwiki_last_error();
+  if (e != 0) return e;
+  dim3 grid2((unsigned)a.Hq, (unsigned)a.B);
+  pda_merge_kernel<T><<<grid2, kThreads, 0, a.stream>>>(a.partial_out, a.partial_lse, static_cast<T*>(a.out), a.Hq,
+                                                        a.D, a.S);
+  return kwiki_last_error();
+}
+
+#if KWIKI_PLATFORM_CUDA
+constexpr int kStages = 2;  // cp.async ring depth per warp of the tensor-core kernel (H200: 2 >= 3 > 4)
+
+template <typename T, int D, int NST = kStages>
+inline int launch_mma(const Args& a) {
+  using namespace mma_path;
+  const int G = a.Hq / a.Hkv;
+  if (G > 8 || a.P < kChunk || (a.P & (a.P - 1)) != 0 || a.Hkv > 65535 || a.B > 65535) return -1;
+  constexpr int smem = kWarps * NST * Shape<D>::STAGE;
+  static int ready = 0;  // 1: usable (dynamic shared-memory limit raised), -1: not on this device
+  if (ready == 0) {
+    int dev = 0, major = 0, optin = 0;
+    ready = -1;
+    if (cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess && major >= 8 &&
+        optin >= smem + 256 &&
+        cudaFuncSetAttribute(pda_mma_kernel<T, D, NST>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) == cudaSuccess)
+      ready = 1;
+    else
+      (void)cudaGetLastError();
+  }
+  if (ready < 0) return -1;
+  int logP = 0;
+  while ((1 << logP) < a.P) ++logP;
+  dim3 grid((unsigned)a.S, (unsigned)a.Hkv, (unsigned)a.B);
+  pda_mma_kernel<T, D, NST><<<grid, kThreads, smem, a.stream>>>(
+      static_cast<const T*>(a.query), static_cast<const T*>(a.key_cache), static_cast<const T*>(a.value_cache),
+      a.block_tables, a.seq_lens, static_cast<T*>(a.out), a.partial_out, a.partial_lse, a.Hq, a.Hkv, G, a.P, logP,
+      a.MB, a.S, a.scale * kLog2e);
+  return launch_merge<T>(a);
+}
+#endif
 
 template <typename T, int D, int GP>
 inline int launch_dg(const Args& a) {
@@ -383,19 +722,21 @@ inline int launch_dg(const Args& a) {
         static_cast<const T*>(a.query), static_cast<const T*>(a.key_cache), static_cast<const T*>(a.value_cache),
         a.block_tables, a.seq_lens, static_cast<T*>(a.out), a.partial_out, a.partial_lse, a.Hq, a.Hkv, G, nhc,
         a.P, logP, a.MB, a.S, a.scale * kLog2e);
-    if (a.S > 1) {
-      const int e = kwiki_last_error();
-      if (e != 0) return e;
-      dim3 grid2((unsigned)a.Hq, (unsigned)a.B);
-      pda_merge_kernel<T><<<grid2, kThreads, 0, a.stream>>>(a.partial_out, a.partial_lse, static_cast<T*>(a.out),
-                                                            a.Hq, a.D, a.S);
-    }
-    return kwiki_last_error();
+    return launch_merge<T>(a);
   }
 }
 
 template <typename T, int D>
 inline int launch_d(const Args& a) {
+#if KWIKI_PLATFORM_CUDA
+  if constexpr (!std::is_same<T, float>::value && (D == 64 || D == 128)) {
+    if (a.path != 1) {
+      const int r = launch_mma<T, D>(a);
+      if (r != -1 || a.path == 2) return r;
+    }
+  }
+#endif
+  if (a.path == 2) return -1;
   const int G = a.Hq / a.Hkv;
   if (G <= 1) return launch_dg<T, D, 1>(a);
   if (G <= 2) return launch_dg<T, D, 2>(a);

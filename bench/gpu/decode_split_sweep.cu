@@ -2,6 +2,8 @@
 // task's shapes for several KV split counts, the way the harness times (events around the
 // launches alone, a >= 2x L2 buffer zeroed before each repetition, median of 20), and prints the
 // KV bytes per microsecond. Block tables are a random permutation of the cache pages.
+// launch() now takes the tensor-core kernel at these shapes; bench/results/decode_split_sweep-h200.txt
+// was taken with the CUDA-core kernel (decode_kernel_bench.cu times both, path 1 and 2).
 // Build and run on the GPU machine:
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I baseline/kernels bench/gpu/decode_split_sweep.cu -o dsweep && ./dsweep
 #include <cuda_bf16.h>
