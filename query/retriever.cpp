@@ -483,6 +483,32 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       }
     };
 
+    // No architecture named: the per-architecture variants of one operator's technique (a
+    // silu-and-mul card for Hopper, CDNA3 and CDNA4) would crowd the answer with one idea. The
+    // best-ranked variant keeps its place; variants for other architectures follow the rest.
+    auto spread_architectures = [&](std::vector<Candidate>& ranked, const std::vector<Hit>& hits) {
+      if (!arch.empty()) return;
+      std::vector<std::pair<std::string, const std::string*>> first_arch;  // type + operator -> its arch
+      std::vector<Candidate> kept, variants;
+      for (auto& c : ranked) {
+        const HitData& h = hits[c.hit].data;
+        if (h.arch.empty() || h.arch == "generic" || h.operators.empty()) {
+          kept.push_back(std::move(c));
+          continue;
+        }
+        const std::string group = h.type + '/' + h.operators.front();
+        auto it = std::find_if(first_arch.begin(), first_arch.end(), [&](const auto& g) { return g.first == group; });
+        if (it != first_arch.end() && *it->second != h.arch) {
+          variants.push_back(std::move(c));
+          continue;
+        }
+        if (it == first_arch.end()) first_arch.emplace_back(group, &h.arch);
+        kept.push_back(std::move(c));
+      }
+      for (auto& c : variants) kept.push_back(std::move(c));
+      ranked = std::move(kept);
+    };
+
     std::vector<Hit> pool;
     std::set<std::string> seen;
     // Every stage runs: the pool is ranked as a whole, so stopping once enough candidates are
@@ -519,6 +545,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       }
       place_links(out, pool, leader);
     }
+    spread_architectures(out, pool);
     if (out.size() > want) out.resize(want);
     if (out.size() < want && widen_arch) {
       std::vector<Hit> others;
