@@ -108,22 +108,31 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     add("grid", "min(ceil(T*I / (256*" + std::to_string(vec) + ")), " + std::to_string(units) + " " + t.compute_unit_name + "s x 8) blocks", rec);
     add("accumulation", "fp32 sigmoid/gelu and products, one rounding at the store", acc_rec);
   } else if (pattern == "gemm") {
-    d.template_name = amd ? "gemm_mfma_hip" : "gemm_mma_sync_cuda";
+    d.template_name = amd ? "gemm_mfma_hip" : "gemm_tma_wgmma_cuda";
     const std::string mma_rec = amd ? wiki.ask("matrix instruction", "bf16 gemm MFMA tiling on " + gpu)
-                                    : wiki.ask("matrix instruction", "V0 bf16 gemm mma.sync m16n8k16 on " + gpu);
+                                    : wiki.ask("matrix instruction", "bf16 gemm wgmma mma_async warpgroup on " + gpu);
     const std::string pipe_rec = wiki.ask("pipelining", amd ? "LDS double buffering register prefetch gemm on " + gpu
-                                                            : "cp.async multistage pipeline gemm on " + gpu);
+                                                            : "TMA multistage pipeline mbarrier warp specialization gemm on " + gpu);
     const std::string swz_rec = wiki.ask("bank conflicts", std::string(amd ? "LDS" : "shared memory") + " swizzle bank conflicts gemm");
     const std::string tile_rec = wiki.ask("tiling", "gemm block tile warp tile hierarchical tiling");
-    add("matrix instruction", amd ? (t.arch == "cdna4" ? "v_mfma_f32_32x32x16_bf16 (K-doubled on gfx950)" : "v_mfma_f32_32x32x8_bf16")
-                                  : "mma.sync.aligned.m16n8k16 bf16 -> fp32 (V0; wgmma with TMA is the next step on sm_90a)",
-        mma_rec);
-    add("tile", "block tile 128 x 128 x 32, " + std::string(amd ? "4 wavefronts (256 threads), 64 x 64 per wavefront" : "8 warps (256 threads), 64 x 32 per warp"),
-        tile_rec);
-    add("data movement", amd ? "global -> registers -> LDS double buffer, 16-byte loads" : "cp.async 16-byte copies into a 2-stage shared-memory ring, ldmatrix to registers",
-        pipe_rec);
-    add("bank conflicts", "XOR-swizzled " + t.onchip_name + " layout for the A and B tiles", swz_rec);
-    add("grid", "ceil(M/128) x ceil(N/128) blocks; small-M shapes are memory-bound (weights dominate bytes)", tile_rec);
+    if (amd) {
+      add("matrix instruction", t.arch == "cdna4" ? "v_mfma_f32_32x32x16_bf16 (K-doubled on gfx950)" : "v_mfma_f32_32x32x8_bf16", mma_rec);
+      add("tile", "block tile 128 x 128 x 32, 4 wavefronts (256 threads), 64 x 64 per wavefront", tile_rec);
+      add("data movement", "global -> registers -> LDS double buffer, 16-byte loads", pipe_rec);
+      add("bank conflicts", "XOR-swizzled " + t.onchip_name + " layout for the A and B tiles", swz_rec);
+      add("grid", "ceil(M/128) x ceil(N/128) blocks; small-M shapes are memory-bound (weights dominate bytes)", tile_rec);
+    } else {
+      add("matrix instruction",
+          "wgmma.mma_async m64n256k16 bf16 -> fp32, both operands from shared memory (M > 64 and M*N*K >= 2^28); "
+          "mma.sync m16n8k16 for smaller problems, a tensor-core GEMV for M <= 64",
+          mma_rec);
+      add("tile", "block tile 128 x 256 x 64: a producer warpgroup and two consumer warpgroups of 64 x 256 (128 fp32 accumulators a thread)",
+          tile_rec);
+      add("data movement", "TMA tile copies into a 4-stage shared-memory ring, full/empty mbarriers between producer and consumers",
+          pipe_rec);
+      add("bank conflicts", "128-byte swizzle: TMA writes it, wgmma's descriptors read it", swz_rec);
+      add("grid", "ceil(M/128) x ceil(N/256) blocks; small-M shapes are memory-bound (weights dominate bytes)", tile_rec);
+    }
     add("epilogue", "fp32 accumulators, optional bias added in fp32, one rounding to bf16 at the store",
         wiki.ask("epilogue", "gemm epilogue fusion bias"));
   } else if (pattern == "paged_decode_attention") {
@@ -192,7 +201,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
   d.isa_targets.push_back("no local-memory spills (0 bytes spill stores/loads in the compiler's report) <- " + cite(spill_rec));
   if (pattern == "gemm") {
     d.isa_targets.push_back(amd ? "v_mfma_* present in the listing <- " + cite(wiki.ask("ISA: mfma", "MFMA instruction bf16 shapes"))
-                                : "HMMA in V0; HGMMA (wgmma) for the next version on sm_90a <- " + cite(wiki.ask("ISA: wgmma", "wgmma syntax shapes HGMMA")));
+                                : "HGMMA (wgmma) in the listing, HMMA for the mma.sync path <- " + cite(wiki.ask("ISA: wgmma", "wgmma syntax shapes HGMMA")));
     d.isa_targets.push_back("no bank-conflicted " + t.onchip_name + " access <- " + cite(wiki.ask("ISA: banks", t.onchip_name + " bank conflicts symptom")));
   }
   d.risks.push_back("V0 targets correctness and a clean memory path; the stop condition (90% of the bounding peak) may need later versions");

@@ -434,9 +434,10 @@ inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 /// The launch plan for `rows` rows of `nacc` W-element accesses each.
 /// - nacc <= warp size: one warp per row, 256 threads per block (several rows per block);
 /// - nacc <= 1024 * max_vpt<W>(): one row per block, kept in registers; vpt the smallest
-///   power of two that fits, the block the fewest whole warps that cover the row;
+///   power of two that fits and is at least kMinVpt (capped at max_vpt<W>()), the block the
+///   fewest whole warps that cover the row;
 /// - longer: one row per block of 1024 threads, the row re-read from L2 (vpt = 0).
-template <int W>
+template <int W, int kMinVpt = 1>
 inline RowLaunch plan_row_launch(long long nacc, long long rows) {
   RowLaunch L;
   if (nacc <= KWIKI_WARP_SIZE) {
@@ -446,7 +447,7 @@ inline RowLaunch plan_row_launch(long long nacc, long long rows) {
     L.grid = ceil_div(rows, L.block / KWIKI_WARP_SIZE);
   } else {
     int vpt = 1;
-    while (vpt < max_vpt<W>() && nacc > static_cast<long long>(vpt) * kMaxBlock) vpt *= 2;
+    while (vpt < max_vpt<W>() && (vpt < kMinVpt || nacc > static_cast<long long>(vpt) * kMaxBlock)) vpt *= 2;
     if (nacc > static_cast<long long>(vpt) * kMaxBlock) {
       L.vpt = 0;
       L.block = kMaxBlock;
@@ -529,10 +530,11 @@ inline dim3 resident_row_grid(Kernel kernel, const RowLaunch& L) {
 /// Launches a row template: the plan for rows of nacc W-element accesses, then either the
 /// looping kernel loop_kernel() on one block per row, or row_kernel(int_c<VPT>, bool_constant<
 /// kWarpRow>) on the resident grid; args... go to the kernel. Returns the launch error (0).
-template <int W, typename LoopKernel, typename RowKernel, typename... Args>
+/// kMinVpt: see plan_row_launch.
+template <int W, int kMinVpt = 1, typename LoopKernel, typename RowKernel, typename... Args>
 inline int launch_rows(long long nacc, long long rows, kwiki_stream_t stream, LoopKernel loop_kernel, RowKernel row_kernel,
                        Args... args) {
-  const RowLaunch L = plan_row_launch<W>(nacc, rows);
+  const RowLaunch L = plan_row_launch<W, kMinVpt>(nacc, rows);
   const dim3 block(static_cast<unsigned>(L.block));
   dispatch_row<W>(L, [&](auto vpt_c, auto warp_c) {
     if constexpr (decltype(vpt_c)::value == 0) {
