@@ -477,6 +477,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         if (!links_to(hits[leader].data, ranked[i].key)) continue;
         Candidate moving = std::move(ranked[i]);
         ranked.erase(ranked.begin() + static_cast<std::ptrdiff_t>(i));
+        moving.why.push_back("see also of " + hits[leader].data.key);
         if (explain) moving.explain["linked_from"] = hits[leader].data.key;
         ranked.insert(ranked.begin() + static_cast<std::ptrdiff_t>(kLinkedPlace - 1 + lifted), std::move(moving));
         ++lifted;
