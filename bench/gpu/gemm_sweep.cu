@@ -1,6 +1,7 @@
 // gemm_sweep.cu: checks and times the GEMM template's Hopper kernels side by side -- the TMA +
 // WGMMA kernel the launcher picks on cc 9.0 and the mma.sync kernel it falls back to -- against
-// cuBLAS (cublasGemmEx, bf16 in, fp32 compute), on the sample task's shapes and on ragged ones.
+// cuBLAS (cublasGemmEx, bf16 in, fp32 compute), on the sample task's shapes and on ragged ones;
+// then the fp16 instantiation of the WGMMA kernel for correctness.
 // Correctness: sampled output rows of both kernels against an fp64 CPU product. Timing: events
 // around the kernel alone, a >= 2x L2 buffer zeroed before each repetition, median of 30.
 // Build and run on the GPU machine:
@@ -27,20 +28,29 @@ struct Shape {
   bool bias;
 };
 
+float to_f(bf16 v) { return __bfloat162float(v); }
+float to_f(half v) { return __half2float(v); }
+template <typename T>
+T from_f(float f);
+template <>
+bf16 from_f<bf16>(float f) { return __float2bfloat16(f); }
+template <>
+half from_f<half>(float f) { return __float2half(f); }
+
 /// Largest |out - ref| / (atol + rtol |ref|) over sampled rows; <= 1 passes.
-double check_rows(const std::vector<bf16>& x, const std::vector<bf16>& w, const std::vector<bf16>& b,
-                  const std::vector<bf16>& out, const Shape& s) {
+template <typename T>
+double check_rows(const std::vector<T>& x, const std::vector<T>& w, const std::vector<T>& b,
+                  const std::vector<T>& out, const Shape& s) {
   std::vector<int> rows = {0, s.M - 1};
   std::mt19937 rng(7);
   for (int i = 0; i < 24; ++i) rows.push_back(static_cast<int>(rng() % static_cast<unsigned>(s.M)));
   double worst = 0;
   for (int r : rows)
     for (int n = 0; n < s.N; ++n) {
-      double ref = s.bias ? static_cast<double>(__bfloat162float(b[n])) : 0.0;
+      double ref = s.bias ? static_cast<double>(to_f(b[n])) : 0.0;
       for (int k = 0; k < s.K; ++k)
-        ref += static_cast<double>(__bfloat162float(x[static_cast<size_t>(r) * s.K + k])) *
-               __bfloat162float(w[static_cast<size_t>(n) * s.K + k]);
-      const double got = __bfloat162float(out[static_cast<size_t>(r) * s.N + n]);
+        ref += static_cast<double>(to_f(x[static_cast<size_t>(r) * s.K + k])) * to_f(w[static_cast<size_t>(n) * s.K + k]);
+      const double got = to_f(out[static_cast<size_t>(r) * s.N + n]);
       const double err = std::fabs(got - ref) / (1e-2 + 1e-2 * std::fabs(ref));
       if (!(err <= worst)) worst = err;  // NaN propagates as a failure
     }
@@ -72,9 +82,9 @@ int main() {
     std::vector<bf16> hx(nx), hw(nw), hb(s.N), hout(no);
     std::mt19937 rng(1234);
     std::uniform_real_distribution<float> u(-1.f, 1.f);
-    for (auto& v : hx) v = __float2bfloat16(u(rng));
-    for (auto& v : hw) v = __float2bfloat16(u(rng));
-    for (auto& v : hb) v = __float2bfloat16(u(rng));
+    for (auto& v : hx) v = from_f<bf16>(u(rng));
+    for (auto& v : hw) v = from_f<bf16>(u(rng));
+    for (auto& v : hb) v = from_f<bf16>(u(rng));
     bf16 *x, *w, *b, *out;
     KWIKI_CUDA_CHECK(cudaMalloc(&x, nx * 2));
     KWIKI_CUDA_CHECK(cudaMalloc(&w, nw * 2));
@@ -118,6 +128,36 @@ int main() {
     std::printf("%-18s %10.1f %10.1f %10.1f %9.1f %9.1f %9.1f %9.3f %9.3f %s\n", label, t_wgmma, t_mma, t_cublas,
                 flop / t_wgmma * 1e-6, flop / t_mma * 1e-6, flop / t_cublas * 1e-6, err_wgmma, err_mma,
                 ok ? "ok" : "FAIL");
+    cudaFree(x);
+    cudaFree(w);
+    cudaFree(b);
+    cudaFree(out);
+  }
+  // fp16: the WGMMA kernel's f16 instantiation against fp64 (correctness only).
+  for (const Shape& s : {Shape{1000, 1000, 1000, true}, Shape{4096, 4096, 4096, false}}) {
+    const size_t nx = static_cast<size_t>(s.M) * s.K, nw = static_cast<size_t>(s.N) * s.K, no = static_cast<size_t>(s.M) * s.N;
+    std::vector<half> hx(nx), hw(nw), hb(s.N), hout(no);
+    std::mt19937 rng(99);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (auto& v : hx) v = from_f<half>(u(rng));
+    for (auto& v : hw) v = from_f<half>(u(rng));
+    for (auto& v : hb) v = from_f<half>(u(rng));
+    half *x, *w, *b, *out;
+    KWIKI_CUDA_CHECK(cudaMalloc(&x, nx * 2));
+    KWIKI_CUDA_CHECK(cudaMalloc(&w, nw * 2));
+    KWIKI_CUDA_CHECK(cudaMalloc(&b, s.N * 2));
+    KWIKI_CUDA_CHECK(cudaMalloc(&out, no * 2));
+    KWIKI_CUDA_CHECK(cudaMemcpy(x, hx.data(), nx * 2, cudaMemcpyHostToDevice));
+    KWIKI_CUDA_CHECK(cudaMemcpy(w, hw.data(), nw * 2, cudaMemcpyHostToDevice));
+    KWIKI_CUDA_CHECK(cudaMemcpy(b, hb.data(), s.N * 2, cudaMemcpyHostToDevice));
+    KWIKI_CUDA_CHECK(cudaMemset(out, 0xff, no * 2));
+    const bool launched = gd::launch_wgmma<half>(x, w, s.bias ? b : nullptr, out, s.M, s.N, s.K, nullptr);
+    KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
+    KWIKI_CUDA_CHECK(cudaMemcpy(hout.data(), out, no * 2, cudaMemcpyDeviceToHost));
+    const double err = launched ? check_rows(hx, hw, hb, hout, s) : 1e30;
+    const bool ok = launched && err <= 1.0;
+    all_ok = all_ok && ok;
+    std::printf("fp16 %dx%dx%d%s  wgmma err %.3f %s\n", s.M, s.N, s.K, s.bias ? " b" : "", err, ok ? "ok" : "FAIL");
     cudaFree(x);
     cudaFree(w);
     cudaFree(b);
