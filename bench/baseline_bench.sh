@@ -26,5 +26,7 @@ for task in "$root"/data/tasks/*/; do
   start=$(date +%s)
   "$kwiki" baseline --workspace "$ws" "${shapes[@]}" --json > "$out/$name.baseline.json" 2> "$out/$name.baseline.err"
   echo "   baseline exit $? in $(( $(date +%s) - start )) s" >&2
+  # Keep the report beside the JSON: its case table carries the messages of any failing shape.
+  [[ -f $ws/baseline_report.md ]] && cp "$ws/baseline_report.md" "$out/$name.baseline_report.md"
 done
 python3 "$root/bench/baseline_table.py" "$out"
