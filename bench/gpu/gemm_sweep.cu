@@ -57,6 +57,52 @@ double check_rows(const std::vector<T>& x, const std::vector<T>& w, const std::v
   return worst;
 }
 
+/// One GEMM problem: random operands in [-1, 1) on the host and the device, an output buffer.
+template <typename T>
+struct Problem {
+  Shape s;
+  std::vector<T> hx, hw, hb, hout;
+  T *x = nullptr, *w = nullptr, *b = nullptr, *out = nullptr;
+
+  Problem(const Shape& shape, unsigned seed)
+      : s(shape), hx(static_cast<size_t>(s.M) * s.K), hw(static_cast<size_t>(s.N) * s.K), hb(s.N),
+        hout(static_cast<size_t>(s.M) * s.N) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (auto* v : {&hx, &hw, &hb})
+      for (auto& e : *v) e = from_f<T>(u(rng));
+    upload(&x, hx);
+    upload(&w, hw);
+    upload(&b, hb);
+    KWIKI_CUDA_CHECK(cudaMalloc(&out, hout.size() * sizeof(T)));
+  }
+  ~Problem() {
+    cudaFree(x);
+    cudaFree(w);
+    cudaFree(b);
+    cudaFree(out);
+  }
+  Problem(const Problem&) = delete;
+  Problem& operator=(const Problem&) = delete;
+
+  const T* bias() const { return s.bias ? b : nullptr; }
+
+  /// Runs `run` on a NaN-poisoned output and returns check_rows' verdict on it.
+  double check(const std::function<void()>& run) {
+    KWIKI_CUDA_CHECK(cudaMemset(out, 0xff, hout.size() * sizeof(T)));
+    run();
+    KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
+    KWIKI_CUDA_CHECK(cudaMemcpy(hout.data(), out, hout.size() * sizeof(T), cudaMemcpyDeviceToHost));
+    return check_rows(hx, hw, hb, hout, s);
+  }
+
+ private:
+  static void upload(T** dst, const std::vector<T>& src) {
+    KWIKI_CUDA_CHECK(cudaMalloc(dst, src.size() * sizeof(T)));
+    KWIKI_CUDA_CHECK(cudaMemcpy(*dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+};
+
 }  // namespace
 
 int main() {
@@ -78,22 +124,9 @@ int main() {
   std::printf("%-18s %10s %10s %10s %9s %9s %9s %9s %9s\n", "M x N x K (bias)", "wgmma us", "mma us", "cublas us",
               "wgmma TF", "mma TF", "cublas TF", "wgmma err", "mma err");
   for (const Shape& s : shapes) {
-    const size_t nx = static_cast<size_t>(s.M) * s.K, nw = static_cast<size_t>(s.N) * s.K, no = static_cast<size_t>(s.M) * s.N;
-    std::vector<bf16> hx(nx), hw(nw), hb(s.N), hout(no);
-    std::mt19937 rng(1234);
-    std::uniform_real_distribution<float> u(-1.f, 1.f);
-    for (auto& v : hx) v = from_f<bf16>(u(rng));
-    for (auto& v : hw) v = from_f<bf16>(u(rng));
-    for (auto& v : hb) v = from_f<bf16>(u(rng));
-    bf16 *x, *w, *b, *out;
-    KWIKI_CUDA_CHECK(cudaMalloc(&x, nx * 2));
-    KWIKI_CUDA_CHECK(cudaMalloc(&w, nw * 2));
-    KWIKI_CUDA_CHECK(cudaMalloc(&b, s.N * 2));
-    KWIKI_CUDA_CHECK(cudaMalloc(&out, no * 2));
-    KWIKI_CUDA_CHECK(cudaMemcpy(x, hx.data(), nx * 2, cudaMemcpyHostToDevice));
-    KWIKI_CUDA_CHECK(cudaMemcpy(w, hw.data(), nw * 2, cudaMemcpyHostToDevice));
-    KWIKI_CUDA_CHECK(cudaMemcpy(b, hb.data(), s.N * 2, cudaMemcpyHostToDevice));
-    const bf16* bias = s.bias ? b : nullptr;
+    Problem<bf16> p(s, 1234);
+    bf16 *x = p.x, *w = p.w, *out = p.out;
+    const bf16* bias = p.bias();
 
     auto run_wgmma = [&] {
       if (!gd::launch_wgmma<bf16>(x, w, bias, out, s.M, s.N, s.K, nullptr)) {
@@ -110,14 +143,7 @@ int main() {
       cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, s.N, s.M, s.K, &alpha, w, CUDA_R_16BF, s.K, x, CUDA_R_16BF, s.K,
                    &beta, out, CUDA_R_16BF, s.N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     };
-    auto check = [&](const std::function<void()>& run) {
-      KWIKI_CUDA_CHECK(cudaMemset(out, 0xff, no * 2));  // NaN poison
-      run();
-      KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
-      KWIKI_CUDA_CHECK(cudaMemcpy(hout.data(), out, no * 2, cudaMemcpyDeviceToHost));
-      return check_rows(hx, hw, hb, hout, s);
-    };
-    const double err_wgmma = check(run_wgmma), err_mma = check(run_mma);
+    const double err_wgmma = p.check(run_wgmma), err_mma = p.check(run_mma);
     const bool ok = err_wgmma <= 1.0 && err_mma <= 1.0;
     all_ok = all_ok && ok;
     const double t_wgmma = timer.median_us(run_wgmma), t_mma = timer.median_us(run_mma),
@@ -128,40 +154,15 @@ int main() {
     std::printf("%-18s %10.1f %10.1f %10.1f %9.1f %9.1f %9.1f %9.3f %9.3f %s\n", label, t_wgmma, t_mma, t_cublas,
                 flop / t_wgmma * 1e-6, flop / t_mma * 1e-6, flop / t_cublas * 1e-6, err_wgmma, err_mma,
                 ok ? "ok" : "FAIL");
-    cudaFree(x);
-    cudaFree(w);
-    cudaFree(b);
-    cudaFree(out);
   }
   // fp16: the WGMMA kernel's f16 instantiation against fp64 (correctness only).
   for (const Shape& s : {Shape{1000, 1000, 1000, true}, Shape{4096, 4096, 4096, false}}) {
-    const size_t nx = static_cast<size_t>(s.M) * s.K, nw = static_cast<size_t>(s.N) * s.K, no = static_cast<size_t>(s.M) * s.N;
-    std::vector<half> hx(nx), hw(nw), hb(s.N), hout(no);
-    std::mt19937 rng(99);
-    std::uniform_real_distribution<float> u(-1.f, 1.f);
-    for (auto& v : hx) v = from_f<half>(u(rng));
-    for (auto& v : hw) v = from_f<half>(u(rng));
-    for (auto& v : hb) v = from_f<half>(u(rng));
-    half *x, *w, *b, *out;
-    KWIKI_CUDA_CHECK(cudaMalloc(&x, nx * 2));
-    KWIKI_CUDA_CHECK(cudaMalloc(&w, nw * 2));
-    KWIKI_CUDA_CHECK(cudaMalloc(&b, s.N * 2));
-    KWIKI_CUDA_CHECK(cudaMalloc(&out, no * 2));
-    KWIKI_CUDA_CHECK(cudaMemcpy(x, hx.data(), nx * 2, cudaMemcpyHostToDevice));
-    KWIKI_CUDA_CHECK(cudaMemcpy(w, hw.data(), nw * 2, cudaMemcpyHostToDevice));
-    KWIKI_CUDA_CHECK(cudaMemcpy(b, hb.data(), s.N * 2, cudaMemcpyHostToDevice));
-    KWIKI_CUDA_CHECK(cudaMemset(out, 0xff, no * 2));
-    const bool launched = gd::launch_wgmma<half>(x, w, s.bias ? b : nullptr, out, s.M, s.N, s.K, nullptr);
-    KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
-    KWIKI_CUDA_CHECK(cudaMemcpy(hout.data(), out, no * 2, cudaMemcpyDeviceToHost));
-    const double err = launched ? check_rows(hx, hw, hb, hout, s) : 1e30;
+    Problem<half> p(s, 99);
+    bool launched = false;
+    const double err = p.check([&] { launched = gd::launch_wgmma<half>(p.x, p.w, p.bias(), p.out, s.M, s.N, s.K, nullptr); });
     const bool ok = launched && err <= 1.0;
     all_ok = all_ok && ok;
     std::printf("fp16 %dx%dx%d%s  wgmma err %.3f %s\n", s.M, s.N, s.K, s.bias ? " b" : "", err, ok ? "ok" : "FAIL");
-    cudaFree(x);
-    cudaFree(w);
-    cudaFree(b);
-    cudaFree(out);
   }
   cublasDestroy(handle);
   std::printf("%s\n", all_ok ? "all shapes correct" : "SOME SHAPES FAILED");
