@@ -104,6 +104,64 @@ struct Cfg {
   static constexpr bool kValid = (D % VE == 0) && (LPR <= WS) && (WS % LPR == 0);
 };
 
+// ---------------------------------------------------------------------------------------------
+// What both split kernels share: the split's token range, where its results go, and the final
+// merge of the warps' online-softmax states.
+// ---------------------------------------------------------------------------------------------
+/// Tokens [ts, te) of split `split` of sequence b: per = ceil(L / S) rounded up to `chunk`.
+KWIKI_DEVICE void split_range(const int* __restrict__ seq_lens, int b, int MB, int P, int S, int split, int chunk,
+                              int& ts, int& te) {
+  int L = seq_lens[b];
+  L = L < 0 ? 0 : (L > MB * P ? MB * P : L);
+  const int per = ((L + S - 1) / S + chunk - 1) / chunk * chunk;
+  ts = split * per;
+  te = min(L, ts + per);
+}
+
+/// Where a split's result for (query head h0 + g, dim d) goes: out, rounded to T, when S == 1;
+/// else partial_out in fp32 and, once per head, its log-sum-exp.
+template <typename T, int D>
+struct SplitWriter {
+  T* out;
+  float* partial_out;
+  float* partial_lse;
+  size_t b_hq;  // b * Hq
+  int h0, S, split;
+  KWIKI_DEVICE void operator()(int g, int d, float o, float lse) const {
+    const size_t bh = b_hq + (h0 + g);
+    if (S == 1) {
+      out[bh * D + d] = kwiki_from_float<T>(o);
+    } else {
+      partial_out[(bh * S + split) * D + d] = o;
+      if (d == 0) partial_lse[bh * S + split] = lse;
+    }
+  }
+};
+
+/// Merges the kWarps warps' states (log2-domain max m(w, g), sum l(w, g), accumulator acc(w, g, d))
+/// for heads g < Gb and writes each (g, d) once; an all-empty head writes 0 and lse = -inf.
+template <int D, typename M, typename L, typename A, typename W>
+KWIKI_DEVICE void merge_warps_and_write(int Gb, M&& m, L&& l, A&& acc, W&& write) {
+  for (int i = threadIdx.x; i < Gb * D; i += kThreads) {
+    const int g = i / D, d = i % D;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, m(w, g));
+    if (mx == -INFINITY) {
+      write(g, d, 0.f, -INFINITY);
+      continue;
+    }
+    float lsum = 0.f, o = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = exp2f(m(w, g) - mx);
+      lsum = fmaf(l(w, g), f, lsum);
+      o = fmaf(acc(w, g, d), f, o);
+    }
+    write(g, d, o / lsum, (mx + log2f(lsum)) * kLn2);
+  }
+}
+
 // =============================================================================================
 // Kernel 1: one split of one (sequence, KV head, query-head chunk).
 // =============================================================================================
@@ -134,21 +192,9 @@ pda_split_kernel(const T* __restrict__ query, const T* __restrict__ key_cache,
   const int hr = lane / LPR;        // row group within the warp
   const int d0 = (lane % LPR) * VE;  // this lane's VE dims
 
-  int L = seq_lens[b];
-  L = L < 0 ? 0 : (L > MB * P ? MB * P : L);
-  const int per = ((L + S - 1) / S + CH - 1) / CH * CH;
-  const int ts = split * per;
-  const int te = min(L, ts + per);
-
-  auto write_result = [&](int g, int d, float o, float lse) {
-    const size_t bh = (size_t)b * Hq + (h0 + g);
-    if (S == 1) {
-      out[bh * D + d] = kwiki_from_float<T>(o);
-    } else {
-      partial_out[(bh * S + split) * D + d] = o;
-      if (d == 0) partial_lse[bh * S + split] = lse;
-    }
-  };
+  int ts, te;
+  split_range(seq_lens, b, MB, P, S, split, CH, ts, te);
+  const SplitWriter<T, D> write_result{out, partial_out, partial_lse, (size_t)b * Hq, h0, S, split};
 
   if (ts >= te) {  // empty split (block-uniform)
     for (int i = tid; i < Gb * D; i += kThreads) write_result(i / D, i % D, 0.f, -INFINITY);
@@ -307,24 +353,9 @@ pda_split_kernel(const T* __restrict__ query, const T* __restrict__ key_cache,
   __syncthreads();
 
   // Merge the warps and write.
-  for (int i = tid; i < Gb * D; i += kThreads) {
-    const int g = i / D, d = i % D;
-    float M = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) M = fmaxf(M, s_m[w][g]);
-    if (M == -INFINITY) {
-      write_result(g, d, 0.f, -INFINITY);
-      continue;
-    }
-    float lsum = 0.f, o = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float f = exp2f(s_m[w][g] - M);
-      lsum = fmaf(s_l[w][g], f, lsum);
-      o = fmaf(s_acc[w][g][d], f, o);
-    }
-    write_result(g, d, o / lsum, (M + log2f(lsum)) * kLn2);
-  }
+  merge_warps_and_write<D>(
+      Gb, [&](int w, int g) { return s_m[w][g]; }, [&](int w, int g) { return s_l[w][g]; },
+      [&](int w, int g, int d) { return s_acc[w][g][d]; }, write_result);
 }
 
 // =============================================================================================
@@ -461,21 +492,9 @@ pda_mma_kernel(const T* __restrict__ query, const T* __restrict__ key_cache, con
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int gid = lane >> 2, tig = lane & 3;  // mma fragment row (query head) and column pair
 
-  int L = seq_lens[b];
-  L = L < 0 ? 0 : (L > MB * P ? MB * P : L);
-  const int per = ((L + S - 1) / S + kChunk - 1) / kChunk * kChunk;
-  const int ts = split * per;
-  const int te = min(L, ts + per);
-
-  auto write_result = [&](int g, int d, float o, float lse) {
-    const size_t bh = (size_t)b * Hq + (h0 + g);
-    if (S == 1) {
-      out[bh * D + d] = kwiki_from_float<T>(o);
-    } else {
-      partial_out[(bh * S + split) * D + d] = o;
-      if (d == 0) partial_lse[bh * S + split] = lse;
-    }
-  };
+  int ts, te;
+  split_range(seq_lens, b, MB, P, S, split, kChunk, ts, te);
+  const SplitWriter<T, D> write_result{out, partial_out, partial_lse, (size_t)b * Hq, h0, S, split};
   if (ts >= te) {  // empty split (block-uniform)
     for (int i = tid; i < G * D; i += kThreads) write_result(i / D, i % D, 0.f, -INFINITY);
     return;
@@ -616,25 +635,10 @@ pda_mma_kernel(const T* __restrict__ query, const T* __restrict__ key_cache, con
     s_l[warp][gid] = l;
   }
   __syncthreads();
-  for (int i = tid; i < G * D; i += kThreads) {
-    const int g = i / D, d = i % D;
-    float M = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) M = fmaxf(M, s_m[w][g]);
-    if (M == -INFINITY) {
-      write_result(g, d, 0.f, -INFINITY);
-      continue;
-    }
-    float lsum = 0.f, o = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float f = exp2f(s_m[w][g] - M);
-      const float* wa = reinterpret_cast<const float*>(pda_smem + (size_t)w * NST * STAGE);
-      lsum = fmaf(s_l[w][g], f, lsum);
-      o = fmaf(wa[g * D + d], f, o);
-    }
-    write_result(g, d, o / lsum, (M + log2f(lsum)) * kLn2);
-  }
+  merge_warps_and_write<D>(
+      G, [&](int w, int g) { return s_m[w][g]; }, [&](int w, int g) { return s_l[w][g]; },
+      [&](int w, int g, int d) { return reinterpret_cast<const float*>(pda_smem + (size_t)w * NST * STAGE)[g * D + d]; },
+      write_result);
 #endif
 }
 
