@@ -378,6 +378,7 @@ BaselineResult run_baseline(const BaselineRequest& request) {
                                       {"HGMMA", count_matches(sass.output, R"(\bHGMMA)")},
                                       {"LDSM (ldmatrix)", count_matches(sass.output, R"(\bLDSM)")},
                                       {"LDGSTS (cp.async)", count_matches(sass.output, R"(\bLDGSTS)")},
+                                      {"UTMALDG (TMA)", count_matches(sass.output, R"(\bUTMALDG)")},
                                       {"LDL/STL (local memory)", count_matches(sass.output, R"(\b(LDL|STL)\b)")}};
         } else {
           // No disassembler here (a minimal toolkit): the PTX shows the same choices one level up.
@@ -392,7 +393,8 @@ BaselineResult run_baseline(const BaselineRequest& request) {
                                         {"mma.sync", count_matches(text, R"(mma\.sync)")},
                                         {"wgmma", count_matches(text, R"(wgmma\.)")},
                                         {"ldmatrix", count_matches(text, R"(ldmatrix)")},
-                                        {"cp.async", count_matches(text, R"(cp\.async)")},
+                                        {"cp.async", count_matches(text, R"(cp\.async\.(ca|cg))")},
+                                        {"cp.async.bulk (TMA)", count_matches(text, R"(cp\.async\.bulk)")},
                                         {"ld.local/st.local", count_matches(text, R"((ld|st)\.local)")}};
           }
         }
