@@ -102,6 +102,50 @@ TEST(Softmax, LargeLogitsAreStableAndSumToOne) {
   EXPECT_NEAR(out[0] + out[1], 1.0, 1e-15);
 }
 
+TEST(RowReduce, SumMeanAndMaxPerRow) {
+  const std::vector<float> x = {1, 2, 3, 4, -1, -5, 0.5f, -2};
+  EXPECT_EQ(row_reduce(x, 2, 4, RowReduceOp::kSum), (std::vector<double>{10, -7.5}));
+  EXPECT_EQ(row_reduce(x, 2, 4, RowReduceOp::kMean), (std::vector<double>{2.5, -1.875}));
+  EXPECT_EQ(row_reduce(x, 2, 4, RowReduceOp::kMax), (std::vector<double>{4, 0.5}));
+  EXPECT_EQ(row_reduce({-3, -7}, 1, 2, RowReduceOp::kMax), (std::vector<double>{-3}));  // not clamped at 0
+}
+
+TEST(RowReduce, NanInARowMakesItsResultNanWherever) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // NaN first, in the middle and last: a plain fmax would drop it at least once.
+  const std::vector<float> x = {nan, 1, 2, 1, nan, 2, 1, 2, nan, 1, 2, 3};
+  for (auto op : {RowReduceOp::kSum, RowReduceOp::kMean, RowReduceOp::kMax}) {
+    const auto out = row_reduce(x, 4, 3, op);
+    for (int t = 0; t < 3; ++t) EXPECT_TRUE(std::isnan(out[t])) << "op " << static_cast<int>(op) << " row " << t;
+    EXPECT_FALSE(std::isnan(out[3]));
+  }
+  EXPECT_EQ(row_reduce({-std::numeric_limits<float>::infinity(), 1}, 1, 2, RowReduceOp::kMax)[0], 1.0);
+}
+
+TEST(RowReduce, RaggedRowsMatchTheKernelsFp32BlockReduction) {
+  // H = 1000 (not a multiple of the 8-wide bf16 vector: the scalar path), 64 threads of 32-lane
+  // warps: thread r sums elements r, r + 64, ... in fp32, then the two-level block reduction;
+  // the bf16 store of that is within half a bf16 ulp (plus fp32 error) of the fp64 sum.
+  const std::size_t H = 1000;
+  std::vector<float> x(H);
+  for (std::size_t j = 0; j < H; ++j) x[j] = std::sin(0.37f * static_cast<float>(j)) * 3.0f;
+  const int threads = 64;
+  std::vector<float> partial(threads, 0.0f);
+  for (std::size_t j = 0; j < H; ++j) partial[j % threads] += x[j];
+  const float kernel_sum = round_to_bf16(block_reduce_emulated(partial, 32));
+  const double sum = row_reduce(x, 1, H, RowReduceOp::kSum)[0];
+  EXPECT_NEAR(kernel_sum, sum, std::abs(sum) * 0x1p-8 + 1e-3);
+  const double mean = row_reduce(x, 1, H, RowReduceOp::kMean)[0];
+  EXPECT_NEAR(round_to_bf16(block_reduce_emulated(partial, 32) / static_cast<float>(H)), mean, std::abs(mean) * 0x1p-8 + 1e-6);
+}
+
+TEST(RowReduce, EmptyRowsAsTorch) {
+  EXPECT_EQ(row_reduce({}, 2, 0, RowReduceOp::kSum), (std::vector<double>{0, 0}));
+  EXPECT_TRUE(std::isnan(row_reduce({}, 1, 0, RowReduceOp::kMean)[0]));
+  EXPECT_THROW(row_reduce({}, 1, 0, RowReduceOp::kMax), std::invalid_argument);
+  EXPECT_THROW(row_reduce({1, 2, 3}, 2, 2, RowReduceOp::kSum), std::invalid_argument);
+}
+
 TEST(GatedActivations, SiluAndGeluKnownValues) {
   // x = [gate | up] = [0, 1 | 3, 2]
   const std::vector<float> x = {0, 1, 3, 2};

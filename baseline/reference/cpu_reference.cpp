@@ -201,6 +201,24 @@ std::vector<double> softmax(const std::vector<float>& x, std::size_t rows, std::
   return out;
 }
 
+std::vector<double> row_reduce(const std::vector<float>& x, std::size_t rows, std::size_t cols, RowReduceOp op) {
+  expect_size("row_reduce x", x.size(), rows * cols);
+  if (op == RowReduceOp::kMax && cols == 0 && rows > 0) throw std::invalid_argument("row_reduce: the max of an empty row is undefined");
+  std::vector<double> out(rows);
+  for (std::size_t t = 0; t < rows; ++t) {
+    const float* xr = x.data() + t * cols;
+    if (op == RowReduceOp::kMax) {
+      double m = -std::numeric_limits<double>::infinity();
+      for (std::size_t j = 0; j < cols; ++j) m = std::isnan(xr[j]) || std::isnan(m) ? std::numeric_limits<double>::quiet_NaN() : std::max(m, static_cast<double>(xr[j]));
+      out[t] = m;
+    } else {
+      const double s = std::accumulate(xr, xr + cols, 0.0);
+      out[t] = op == RowReduceOp::kMean ? s / static_cast<double>(cols) : s;  // cols = 0: 0 / 0 = NaN
+    }
+  }
+  return out;
+}
+
 std::vector<double> silu_and_mul(const std::vector<float>& x, std::size_t rows, std::size_t inter) {
   return gated(x, rows, inter, silu);
 }

@@ -75,6 +75,13 @@ std::vector<double> layer_norm(const std::vector<float>& x, const std::vector<fl
 /// Max-subtracted softmax of each row.
 std::vector<double> softmax(const std::vector<float>& x, std::size_t rows, std::size_t cols);
 
+/// The reductions of row_reduce, numbered as its launcher's op parameter.
+enum class RowReduceOp { kSum = 0, kMean = 1, kMax = 2 };
+
+/// out[t] = sum / mean / max of row t, as torch: a NaN in the row makes the max NaN; an empty
+/// row (cols = 0) sums to 0 and has mean NaN; its max throws std::invalid_argument.
+std::vector<double> row_reduce(const std::vector<float>& x, std::size_t rows, std::size_t cols, RowReduceOp op);
+
 /// x is [rows, 2 * inter] (gate half first); out[t, i] = silu(x[t, i]) * x[t, inter + i].
 std::vector<double> silu_and_mul(const std::vector<float>& x, std::size_t rows, std::size_t inter);
 
