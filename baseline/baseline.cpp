@@ -252,6 +252,14 @@ BaselineResult run_baseline(const BaselineRequest& request) {
   const std::string fp8_max = (amd && target == "gfx942") ? "240" : "448";
   shim = std::regex_replace(shim, std::regex("@PATTERN@"), pattern);
   shim = std::regex_replace(shim, std::regex("@FP8_MAX@"), fp8_max);
+  // row_reduce: the op and the kept dim the planner read from the reference (0 / False elsewhere).
+  const ordered_json& pattern_json = plan["pattern"];
+  if (pattern == "row_reduce" && request.kernel_file.empty() && !pattern_json.contains("reduce_op_code"))
+    throw Error(ErrorCode::kBadInput, "the plan names row_reduce but no reduction kwiki's template serves (sum / mean / max over dim -1 of an input, "
+                                      "output in the input's dtype); write the kernel and pass --kernel FILE",
+                plan_path.string());
+  shim = std::regex_replace(shim, std::regex("@REDUCE_OP@"), std::to_string(pattern_json.value("reduce_op_code", 0)));
+  shim = std::regex_replace(shim, std::regex("@KEEPDIM@"), pattern_json.value("keepdim", false) ? "True" : "False");
   write_text(ws / "kernel.py", shim);
   write_text(ws / "test_kernel.py", detail::embedded_file("test_kernel.py"));
   if (!fs::exists(ws / "reference.py") && fs::exists(ws / "task" / "reference.py")) fs::copy_file(ws / "task" / "reference.py", ws / "reference.py");

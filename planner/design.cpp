@@ -66,10 +66,12 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
   const std::string vec_rec = wiki.ask("vector width", "16-byte vectorized coalesced global loads " + lang + " on " + gpu);
   const std::string acc_rec = wiki.ask("accumulation", pattern + " fp32 accumulation numerics");
   const bool row_pattern = pattern == "rms_norm" || pattern == "fused_add_rms_norm" || pattern == "layer_norm" || pattern == "softmax" ||
-                           pattern == "fp8_quant";
+                           pattern == "fp8_quant" || pattern == "row_reduce";
   if (row_pattern) {
-    d.template_name = "row_" + pattern + (amd ? "_hip" : "_cuda");
-    const std::string op_words = pattern == "fp8_quant" ? "fp8 per-token quantization dynamic scale" : pattern;
+    d.template_name = (pattern == "row_reduce" ? pattern : "row_" + pattern) + (amd ? "_hip" : "_cuda");
+    const std::string op_words = pattern == "fp8_quant"    ? "fp8 per-token quantization dynamic scale"
+                                 : pattern == "row_reduce" ? "row reduction sum mean max over the last dimension"
+                                                           : pattern;
     const std::string main_rec = wiki.ask("row mapping", op_words + " kernel on " + gpu + " in " + lang);
     const std::string red_rec = wiki.ask("reduction", std::string(amd ? "wave64 DPP cross-lane" : "warp shuffle __shfl_xor_sync") +
                                                           " block reduction on " + gpu);
@@ -86,7 +88,8 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
                             std::to_string(vec) + " take scalar (still coalesced) accesses",
         vec_rec);
     add("data movement",
-        std::string("the row is read from DRAM once into registers and written once; no shared-memory staging of the data") +
+        std::string("the row is read from DRAM once into registers and ") +
+            (pattern == "row_reduce" ? "one element per row is written" : "written once") + "; no shared-memory staging of the data" +
             (prefetched ? "; the next row's loads are issued before this row is reduced, so they stay in flight across its barriers and stores" : ""),
         main_rec);
     add("reduction", std::string(amd ? "64-lane" : "32-lane") + " butterfly (" + (amd ? "__shfl_xor / DPP" : "__shfl_xor_sync") +
@@ -97,6 +100,13 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
                            : "one block per row: T blocks (T from 1 to the largest shape); no persistent loop in V0",
         main_rec);
     add("accumulation", "fp32 statistics and fp32 math, one rounding at the store", acc_rec);
+    if (pattern == "row_reduce")
+      add("reduction op",
+          "sum / mean / max as the reference (the plan's reduce_op), one fp32 value per row stored in the input's dtype; max keeps a NaN "
+          "(counted apart: the group max compares with > and would drop it). Claimed only when the reference returns the input's "
+          "dtype: an upcast result (.float() without .to(x.dtype), or another output dtype in metadata.json) leaves the pattern "
+          "unknown rather than generate a kernel that stores the wrong type",
+          acc_rec);
     if (pattern == "fp8_quant")
       add("fp8 format", amd && t.arch == "cdna3" ? "e4m3fnuz, max 240 (gfx942 uses FNUZ)" : "e4m3fn, max 448, saturate before the cast",
           wiki.ask("fp8 format", std::string("fp8 e4m3 format max value on ") + gpu));

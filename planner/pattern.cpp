@@ -4,11 +4,74 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "kwiki/planner.hpp"
+#include "row_reduction.hpp"
 
 namespace kwiki {
+namespace detail {
+
+std::string reference_source(const Task& task) {
+  if (task.reference.empty()) return {};
+  std::ifstream in(task.reference);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::optional<RowReduction> detect_row_reduction(const Task& task) {
+  const std::string source = reference_source(task);
+  // The names that hold an input: forward's parameters and their .float() / .to(...) copies.
+  std::set<std::string> inputs;
+  std::string params;
+  static const RE2 kForward(R"(def\s+forward\s*\(\s*self\s*,([^)]*)\))");
+  if (!RE2::PartialMatch(source, kForward, &params)) return std::nullopt;
+  static const RE2 kParam(R"(^\s*(\w+))");
+  std::stringstream ps(params);
+  for (std::string p; std::getline(ps, p, ',');)
+    if (std::string name; RE2::PartialMatch(p, kParam, &name)) inputs.insert(name);
+  static const RE2 kCopy(R"((\w+)\s*=\s*(\w+)\s*\.(?:float\(\)|to\([^)]*\)))");
+  re2::StringPiece copies(source);
+  for (std::string alias, of; RE2::FindAndConsume(&copies, kCopy, &alias, &of);)
+    if (inputs.count(of)) inputs.insert(alias);
+  // x.op(-1 | dim=-1 [, keepdim=...]) or torch.op(x, ...), optionally through .float(); max
+  // returns (values, indices), so it counts only with .values or [0].
+  static const RE2 kCall(
+      R"(((?:torch\.(sum|mean|amax|max)\(\s*(\w+)(?:\.float\(\))?\s*,|(\w+)(?:\.float\(\))?\.(sum|mean|amax|max)\())"
+      R"(\s*(?:dim\s*=\s*)?-1\s*(?:,\s*keepdim\s*=\s*(True|False)\s*)?\)(\.values|\[0\])?))");
+  std::optional<RowReduction> found;
+  re2::StringPiece rest(source);
+  std::string call, op_fn, arg_fn, arg_m, op_m, keep, picked;
+  std::vector<std::string> calls;
+  while (RE2::FindAndConsume(&rest, kCall, &call, &op_fn, &arg_fn, &arg_m, &op_m, &keep, &picked)) {
+    std::string op = op_fn.empty() ? op_m : op_fn;
+    const std::string arg = op_fn.empty() ? arg_m : arg_fn;
+    if (!inputs.count(arg) || (op == "max" && picked.empty())) continue;
+    if (op == "amax") op = "max";
+    if (found && found->op != op) return std::nullopt;  // two kinds of reduction: not one template
+    found = RowReduction{op, op == "sum" ? 0 : op == "mean" ? 1 : 2, keep == "True", arg + "." + op + "(dim=-1)" + (keep == "True" ? " keepdim" : ""), {}};
+    calls.push_back(call);
+  }
+  if (!found) return std::nullopt;
+  // The template stores in the input's type: an upcast result is not claimed.
+  if (auto od = task.metadata.find("output_dtypes"); od != task.metadata.end() && od->is_object())
+    for (const auto& out_dtype : *od)
+      if (out_dtype.is_string() && out_dtype.get<std::string>() != task.dtype) return std::nullopt;
+  static const RE2 kUpcast(R"(\.float\(\)|torch\.float32)");
+  static const RE2 kCastBack(R"(\.to\(\s*\w+\.dtype\s*\)|\.type_as\()");
+  if (RE2::PartialMatch(source, kUpcast) && !RE2::PartialMatch(source, kCastBack)) return std::nullopt;
+  // The source without the reduction calls: what other patterns' signals must be looked for in.
+  found->source_without_calls = source;
+  for (const auto& c : calls)
+    for (std::size_t at; (at = found->source_without_calls.find(c)) != std::string::npos;) found->source_without_calls.erase(at, c.size());
+  return found;
+}
+
+}  // namespace detail
 namespace {
 
 struct Signal {
@@ -53,7 +116,7 @@ const std::map<std::string, std::vector<std::string>> kSubsumedBy = {
 };
 
 const char* kKnownPatterns[] = {"rms_norm", "fused_add_rms_norm", "layer_norm", "softmax", "silu_and_mul", "gelu_and_mul",
-                                "gemm", "paged_decode_attention", "fp8_quant", "moe_gating", "rope"};
+                                "gemm", "paged_decode_attention", "fp8_quant", "moe_gating", "rope", "row_reduce"};
 
 std::string canonical(std::string name) {
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return c == '-' ? '_' : static_cast<char>(std::tolower(c)); });
@@ -74,10 +137,7 @@ PatternGuess detect_pattern(const Task& task) {
   std::map<std::string, double> score;
   std::map<std::string, std::vector<std::string>> evidence;
   if (!task.reference.empty()) {
-    std::ifstream in(task.reference);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string source = ss.str();
+    const std::string source = detail::reference_source(task);
     for (const auto& s : kSignals) {
       const RE2 re(s.regex);
       if (RE2::PartialMatch(source, re)) {
@@ -90,6 +150,18 @@ PatternGuess detect_pattern(const Task& task) {
         if (score[b] >= 0.9) score[pattern] = 0;
     // A residual update with norm evidence is the fused pattern.
     if (score["fused_add_rms_norm"] > 0 && score["rms_norm"] == 0 && evidence["rms_norm"].empty()) score["fused_add_rms_norm"] *= 0.5;
+    // A plain reduction of an input is named only when nothing else is in sight outside its call
+    // (torch.amax(x, -1) alone is not fp8 evidence): norms, softmax, fp8 scales and routing
+    // reduce rows too, and a partial match must not get the wrong kernel.
+    if (const auto reduction = detail::detect_row_reduction(task)) {
+      const bool other_evidence = std::any_of(std::begin(kSignals), std::end(kSignals), [&](const Signal& s) {
+        return RE2::PartialMatch(reduction->source_without_calls, RE2(s.regex));
+      });
+      if (!other_evidence) {
+        score["row_reduce"] = 0.9;
+        evidence["row_reduce"].push_back(reduction->evidence);
+      }
+    }
   }
   std::string best;
   double best_score = 0;

@@ -15,6 +15,7 @@
 #include "kwiki/error.hpp"
 #include "kwiki/planner.hpp"
 #include "kwiki/query.hpp"
+#include "row_reduction.hpp"
 #include "target.hpp"
 
 namespace kwiki {
@@ -198,6 +199,13 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
   plan["created"] = today();
   plan["task"] = {{"name", task.name}, {"form", task.form}, {"path", task.path}, {"dtype", task.dtype}, {"params", task.params}};
   plan["pattern"] = {{"name", pattern.name}, {"confidence", pattern.confidence}, {"evidence", pattern.evidence}};
+  // row_reduce's op and output shape, for kwiki baseline's launcher (absent: none the template serves).
+  if (pattern.name == "row_reduce")
+    if (const auto reduction = detail::detect_row_reduction(task)) {
+      plan["pattern"]["reduce_op"] = reduction->op;
+      plan["pattern"]["reduce_op_code"] = reduction->op_code;
+      plan["pattern"]["keepdim"] = reduction->keepdim;
+    }
   plan["target"] = {{"product", target.product}, {"vendor", target.vendor}, {"architecture", target.arch}, {"framework", target.framework},
                     {"compile_target", target.compile_target}, {"spec_record", target.spec_record}, {"warp_size", target.warp_size}};
   ordered_json facts = ordered_json::array();

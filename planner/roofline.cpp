@@ -52,6 +52,11 @@ std::optional<WorkCounts> count_work(const std::string& pattern, const ShapeCase
     w.bytes_written = *t * *h * e;
     w.vector_flops = 5 * *t * *h;
     w.basis = "x[T,N] read, y[T,N] written; max, subtract, exp, sum, divide per element";
+  } else if (pattern == "row_reduce" && t && h) {
+    w.bytes_read = *t * *h * e;
+    w.bytes_written = *t * e;
+    w.vector_flops = *t * *h;
+    w.basis = "x[T,H] read, out[T] written (one element per row); one add or max per element";
   } else if ((pattern == "silu_and_mul" || pattern == "gelu_and_mul") && t && (dim("intermediate_size") || h)) {
     const double i = dim("intermediate_size") ? *dim("intermediate_size") : *h;
     w.bytes_read = 2 * *t * i * e;

@@ -29,11 +29,22 @@ class Baseline : public ::testing::Test {
   static void TearDownTestSuite() { delete dir_; }
   static std::string index() { return (*dir_) / "index"; }
   static std::string plan(const std::string& task, const std::string& gpu, const std::string& name) {
+    return plan_at(std::string(KWIKI_SOURCE_DIR) + "/data/tasks/" + task, gpu, name);
+  }
+  static std::string plan_at(const std::string& task_path, const std::string& gpu, const std::string& name) {
     const std::string ws = (*dir_) / name;
-    const RunResult r = run_kwiki({"plan", "--task", std::string(KWIKI_SOURCE_DIR) + "/data/tasks/" + task, "--gpu", gpu, "--workspace", ws,
-                                   "--index", index(), "--force"});
+    const RunResult r = run_kwiki({"plan", "--task", task_path, "--gpu", gpu, "--workspace", ws, "--index", index(), "--force"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     return ws;
+  }
+  /// kwiki baseline on a plan of `task` whose pattern name was changed to `pattern` afterwards.
+  static RunResult baseline_with_pattern_renamed(const std::string& task, const std::string& name, const std::string& pattern) {
+    const std::string ws = plan(task, "H200", name);
+    const fs::path plan_path = ws + "/plans/v0_plan.json";
+    json p = json::parse(test::read_text(plan_path));
+    p["pattern"]["name"] = pattern;
+    test::write_text(plan_path, p.dump());
+    return run_kwiki({"baseline", "--workspace", ws, "--no-commit"});
   }
   static TempDir* dir_;
 };
@@ -64,6 +75,39 @@ TEST_F(Baseline, WithoutADeviceItGeneratesCompilesReportsAndSaysNotMeasured) {
   while (std::fgets(buf, sizeof buf, log)) subjects += buf;
   ::pclose(log);
   EXPECT_NE(subjects.find("V0: baseline kernel"), std::string::npos) << subjects;
+}
+
+// A row sum (tests/data/row_reduce_task): the plan records the op, the shim gets it, the row_reduce
+// template compiles with 16-byte loads and no spills, and without a device nothing is measured.
+TEST_F(Baseline, RowReduceTaskGeneratesTheTemplateWithItsOpAndSaysNotMeasured) {
+  if (nvidia_gpu_present()) GTEST_SKIP() << "a GPU is present; this test covers the no-device path";
+  const std::string ws = plan_at(std::string(KWIKI_SOURCE_DIR) + "/tests/data/row_reduce_task", "H200", "ws-row-reduce");
+  const json plan_json = json::parse(test::read_text(ws + "/plans/v0_plan.json"));
+  EXPECT_EQ(plan_json["pattern"]["name"], "row_reduce");
+  EXPECT_EQ(plan_json["pattern"]["reduce_op"], "sum");
+  EXPECT_EQ(plan_json["pattern"]["keepdim"], false);
+  const RunResult r = run_kwiki({"baseline", "--workspace", ws, "--json", "--no-commit"});
+  EXPECT_EQ(r.exit_code, 5) << r.out << r.err;  // built, not measured
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["status"], "NOT_RUN");
+  EXPECT_FALSE(j["measured"].get<bool>());
+  EXPECT_NE(test::read_text(ws + "/kernel.cu").find("kwiki_row_reduce::launch"), std::string::npos);
+  const std::string shim = test::read_text(ws + "/kernel.py");
+  EXPECT_NE(shim.find("REDUCE_OP = 0 "), std::string::npos);
+  EXPECT_NE(shim.find("KEEPDIM = False "), std::string::npos);
+  EXPECT_EQ(shim.find('@'), std::string::npos) << "a placeholder was left in kernel.py";
+  EXPECT_NE(test::read_text(ws + "/baseline_report.md").find("not measured"), std::string::npos);
+  if (j["compiled"].get<bool>()) {
+    EXPECT_TRUE(fs::exists(ws + "/build/kernel.so"));
+    EXPECT_EQ(j["static_evidence"]["spill_bytes"], 0);
+  }
+}
+
+// A plan that names row_reduce without a reduction the template serves is refused, not guessed.
+TEST_F(Baseline, RowReducePlanWithoutAnOpIsRefused) {
+  const RunResult r = baseline_with_pattern_renamed("softmax", "ws-row-reduce-no-op", "row_reduce");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--kernel"), std::string::npos);
 }
 
 bool hip_toolchain_present() {
@@ -124,12 +168,7 @@ TEST_F(Baseline, Mi355xWithAnOlderClangSaysWhyItWasNotCompiled) {
 }
 
 TEST_F(Baseline, UnknownPatternWithoutKernelIsRefused) {
-  const std::string ws = plan("rms_norm", "H200", "ws-unknown");
-  fs::path plan_path = ws + "/plans/v0_plan.json";
-  json p = json::parse(test::read_text(plan_path));
-  p["pattern"]["name"] = "scan";
-  test::write_text(plan_path, p.dump());
-  const RunResult r = run_kwiki({"baseline", "--workspace", ws, "--no-commit"});
+  const RunResult r = baseline_with_pattern_renamed("rms_norm", "ws-unknown", "scan");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("--kernel"), std::string::npos);
 }

@@ -7,6 +7,7 @@
 
 #include "kwiki/error.hpp"
 #include "kwiki/planner.hpp"
+#include "row_reduction.hpp"
 #include "test_support.hpp"
 
 namespace kwiki {
@@ -140,6 +141,14 @@ TEST(Roofline, SiluAndMulAndSoftmaxAndMoe) {
   EXPECT_DOUBLE_EQ(moe->bytes_written, 10.0 * 2 * 8);
 }
 
+TEST(Roofline, RowReduceReadsTheRowsAndWritesOneElementEach) {
+  const auto w = count_work("row_reduce", shape_of({{"num_tokens", 8192}, {"hidden_size", 8192}}), "bf16");
+  ASSERT_TRUE(w);
+  EXPECT_DOUBLE_EQ(w->bytes_read, 8192.0 * 8192 * 2);
+  EXPECT_DOUBLE_EQ(w->bytes_written, 8192.0 * 2);
+  EXPECT_EQ(evaluate_roofline(*w, h200_like()).bound, "memory");
+}
+
 TEST(Roofline, UnknownPatternOrMissingSizesCountNothing) {
   EXPECT_FALSE(count_work("scan", shape_of({{"num_tokens", 4}}), "bf16"));
   EXPECT_FALSE(count_work("rms_norm", shape_of({{"num_tokens", 4}}), "bf16"));
@@ -189,6 +198,77 @@ TEST(Pattern, DetectsFromPyTorchCalls) {
     EXPECT_GT(g.confidence, 0.5) << c.source;
     EXPECT_FALSE(g.evidence.empty());
   }
+}
+
+TEST(Pattern, RowReductionsOfAnInputAreRowReduceWithTheirOp) {
+  TempDir dir;
+  struct Case {
+    const char* forward;
+    const char* op;
+    bool keepdim;
+  } cases[] = {
+      {"return x.sum(dim=-1)", "sum", false},
+      {"return torch.sum(x, -1)", "sum", false},
+      {"return x.float().mean(-1, keepdim=True).to(x.dtype)", "mean", true},
+      {"return torch.amax(x, dim=-1)", "max", false},
+      {"return x.max(dim=-1).values", "max", false},
+      {"return torch.max(x, -1)[0]", "max", false},
+  };
+  for (const auto& c : cases) {
+    Task task;
+    task.reference = task_dir(dir, std::string("class Model:\n  def forward(self, x):\n    ") + c.forward + "\n") + "/reference.py";
+    const PatternGuess g = detect_pattern(task);
+    EXPECT_EQ(g.name, "row_reduce") << c.forward;
+    EXPECT_GT(g.confidence, 0.5) << c.forward;
+    const auto r = detail::detect_row_reduction(task);
+    ASSERT_TRUE(r) << c.forward;
+    EXPECT_EQ(r->op, c.op) << c.forward;
+    EXPECT_EQ(r->keepdim, c.keepdim) << c.forward;
+  }
+}
+
+TEST(Pattern, ReductionsTheTemplateWouldGetWrongAreNotRowReduce) {
+  TempDir dir;
+  const char* forwards[] = {
+      "return x.float().sum(dim=-1)",                      // fp32 result: the template stores the input's dtype
+      "return x.sum(-1) + x.amax(-1)",                     // two kinds of reduction
+      "return x.max(dim=-1)",                              // values and indices
+      "return x.sum(dim=0)",                               // not the last dim
+      "return (x * x).sum(-1)",                            // not a plain input
+      "v = x.pow(2).mean(-1, keepdim=True)\n    return x / torch.sqrt(v)",  // a norm without rsqrt: its own evidence wins
+  };
+  for (const char* f : forwards) {
+    Task task;
+    task.reference = task_dir(dir, std::string("class Model:\n  def forward(self, x):\n    ") + f + "\n") + "/reference.py";
+    EXPECT_NE(detect_pattern(task).name, "row_reduce") << f;
+  }
+  // metadata.json saying the output is fp32 keeps a bf16 reduction unclaimed.
+  Task task;
+  task.reference = task_dir(dir, "class Model:\n  def forward(self, x):\n    return x.sum(-1)\n") + "/reference.py";
+  task.metadata = {{"output_dtypes", {{"y", "fp32"}}}};
+  EXPECT_NE(detect_pattern(task).name, "row_reduce");
+}
+
+TEST(Pattern, SampleTasksKeepTheirPatternAndTheReductionTaskIsRowReduce) {
+  int tasks = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(KWIKI_SOURCE_DIR) + "/data/tasks")) {
+    Task task = load_task(entry.path().string());
+    EXPECT_EQ(detect_pattern(task).name, task.metadata["pattern"].get<std::string>()) << entry.path();
+    task.pattern_hint.clear();  // from the reference alone, none of them is a plain reduction
+    EXPECT_NE(detect_pattern(task).name, "row_reduce") << entry.path();
+    ++tasks;
+  }
+  EXPECT_EQ(tasks, 9);
+  const Task reduction = load_task(std::string(KWIKI_SOURCE_DIR) + "/tests/data/row_reduce_task");
+  const PatternGuess g = detect_pattern(reduction);
+  EXPECT_EQ(g.name, "row_reduce");
+  ASSERT_FALSE(g.evidence.empty());
+  EXPECT_EQ(g.evidence[0], "x.sum(dim=-1)");
+  const auto r = detail::detect_row_reduction(reduction);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->op, "sum");
+  EXPECT_EQ(r->op_code, 0);
+  EXPECT_FALSE(r->keepdim);
 }
 
 TEST(Pattern, UnknownIsSaidToBeUnknown) {

@@ -10,6 +10,8 @@ import reference as _reference
 
 PATTERN = "@PATTERN@"
 FP8_MAX = @FP8_MAX@
+REDUCE_OP = @REDUCE_OP@  # row_reduce: 0 sum, 1 mean, 2 max (from the plan)
+KEEPDIM = @KEEPDIM@  # row_reduce: the reference keeps the reduced dim
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _LIB = None
 
@@ -78,6 +80,12 @@ class Model(torch.nn.Module):
                 launch = lambda: _launch([x, r.weight, r.bias, out], [t, h], [r.eps])
             else:
                 launch = lambda: _launch([x, out], [t, h])
+            return launch, out
+        if PATTERN == "row_reduce":
+            (x,) = inputs.values()
+            t, h = x.reshape(-1, x.shape[-1]).shape
+            out = _poisoned(x.shape[:-1] + ((1,) if KEEPDIM else ()), x.dtype, x.device)
+            launch = lambda: _launch([x, out], [t, h], [REDUCE_OP])
             return launch, out
         if PATTERN == "fused_add_rms_norm":
             x, residual = inputs["x"], inputs["residual"]
