@@ -51,44 +51,36 @@ dim3 grid_for(K kernel, int block, long long T) {
   return kwiki::resident_row_grid(kernel, L);
 }
 
+/// Times `kernel` (VPT 16-byte accesses of 8 bf16 a thread) over T rows of H elements on the
+/// resident grid, with the fewest whole warps that cover a row; skipped past 1024 threads.
+template <int VPT, typename K, typename... Args>
+void sweep(const char* name, K kernel, long long T, int H, double bytes, Args... args) {
+  const int block = ((H / 8 + VPT - 1) / VPT + 31) / 32 * 32;
+  if (block > 1024) return;
+  const double us = time_us([&] { kernel<<<grid_for(kernel, block, T), block>>>(args...); });
+  report(name, block, VPT, kernel, us, bytes);
+}
+
 template <int VPT>
 void sweep_rms(const bf16* x, const bf16* w, bf16* o, long long T, int H) {
-  const int nacc = H / 8;
-  const int block = ((nacc + VPT - 1) / VPT + 31) / 32 * 32;
-  if (block > 1024) return;
-  auto k = kwiki_rms_norm::rms_norm_kernel<bf16, 8, VPT, false>;
-  const double us = time_us([&] { k<<<grid_for(k, block, T), block>>>(x, w, o, T, H, 1e-6f); });
-  report("rms_norm", block, VPT, k, us, 2.0 * T * H * 2);
+  sweep<VPT>("rms_norm", kwiki_rms_norm::rms_norm_kernel<bf16, 8, VPT, false>, T, H, 2.0 * T * H * 2, x, w, o, T, H, 1e-6f);
 }
 
 template <int VPT>
 void sweep_softmax(const bf16* x, bf16* o, long long T, int N) {
-  const int nacc = N / 8;
-  const int block = ((nacc + VPT - 1) / VPT + 31) / 32 * 32;
-  if (block > 1024) return;
-  auto k = kwiki_softmax::softmax_kernel<bf16, 8, VPT, false>;
-  const double us = time_us([&] { k<<<grid_for(k, block, T), block>>>(x, o, T, N); });
-  report("softmax", block, VPT, k, us, 2.0 * T * N * 2);
+  sweep<VPT>("softmax", kwiki_softmax::softmax_kernel<bf16, 8, VPT, false>, T, N, 2.0 * T * N * 2, x, o, T, N);
 }
 
 template <int VPT>
 void sweep_layer_norm(const bf16* x, const bf16* w, const bf16* b, bf16* o, long long T, int H) {
-  const int nacc = H / 8;
-  const int block = ((nacc + VPT - 1) / VPT + 31) / 32 * 32;
-  if (block > 1024) return;
-  auto k = kwiki_layer_norm::layer_norm_kernel<bf16, 8, VPT, false>;
-  const double us = time_us([&] { k<<<grid_for(k, block, T), block>>>(x, w, b, o, T, H, 1e-5f); });
-  report("layer_norm", block, VPT, k, us, 2.0 * T * H * 2);
+  sweep<VPT>("layer_norm", kwiki_layer_norm::layer_norm_kernel<bf16, 8, VPT, false>, T, H, 2.0 * T * H * 2, x, w, b, o, T, H,
+             1e-5f);
 }
 
 template <int VPT>
 void sweep_fp8(const bf16* x, unsigned char* q, float* s, long long T, int H) {
-  const int nacc = H / 8;
-  const int block = ((nacc + VPT - 1) / VPT + 31) / 32 * 32;
-  if (block > 1024) return;
-  auto k = kwiki_fp8_quant::fp8_quant_kernel<bf16, 8, VPT, false>;
-  const double us = time_us([&] { k<<<grid_for(k, block, T), block>>>(x, q, s, T, H, 448.f); });
-  report("fp8_quant", block, VPT, k, us, 3.0 * T * H + 4.0 * T);
+  sweep<VPT>("fp8_quant", kwiki_fp8_quant::fp8_quant_kernel<bf16, 8, VPT, false>, T, H, 3.0 * T * H + 4.0 * T, x, q, s, T, H,
+             448.f);
 }
 
 }  // namespace
