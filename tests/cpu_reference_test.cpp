@@ -278,6 +278,17 @@ TEST(Fp8Quant, ScalesAndDequantizes) {
   EXPECT_EQ(z.scales[0], static_cast<float>(4.0 / 240.0));
 }
 
+TEST(Fp8Quant, ANanPoisonsItsRowOnlyAsInTorch) {
+  // torch: amax of a row with a NaN is NaN, so is the scale, so is every quotient; the kernels
+  // take amax as an integer max on the bits of |x|, which keeps the NaN too.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const auto r = fp8_quant({1, nan, 4, 1, -2, 4}, 2, 3, kFn);
+  EXPECT_TRUE(std::isnan(r.scales[0]));
+  for (int j = 0; j < 3; ++j) EXPECT_TRUE(std::isnan(r.q[j])) << j;
+  EXPECT_EQ(r.scales[1], static_cast<float>(4.0 / 448.0));
+  EXPECT_EQ(r.q[5], 448.0f);
+}
+
 // ---------------------------------------------------------------------------------------------
 // MoE gating
 // ---------------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@
 // ABI (ABI.md): tensors x[T,H], q[T,H] (fp8 bytes), scale[T] (fp32); dims T, H; params fp8_max.
 //
 // Design: as rms_norm.cuh (one row per block, or per warp for short rows; the row read once
-// into registers with 16-byte loads; amax reduced with warp butterflies then shared memory),
+// into registers with 16-byte loads; amax reduced per warp then through shared memory, NaN
+// propagating as in torch),
 // the bytes stored W at a time (8 bytes per 16-byte input vector of bf16/fp16). Rows longer
 // than 16384 elements (4096 scalar) are re-read from L2 by a looping kernel. x / scale is the
 // product with the row's reciprocal plus one fma correction (divide_by_scale), which matches the
@@ -73,6 +74,14 @@ KWIKI_DEVICE unsigned char to_fp8(float v) {
 #endif
 }
 
+/// max(amax, |x|) for amax >= 0 as one integer max on the bits (non-negative floats order as
+/// their bits): a NaN (|NaN| ranks above +inf) propagates, as torch's amax does, where fmaxf
+/// would drop it.
+KWIKI_DEVICE float abs_max(float amax, float x) {
+  const unsigned int a = kwiki::bit_cast<unsigned int>(amax), b = kwiki::bit_cast<unsigned int>(fabsf(x));
+  return kwiki::bit_cast<float>(a > b ? a : b);
+}
+
 /// x / scale from the row's reciprocal: the product, then one fma correction with the residual
 /// x - q * scale. Equal to the true fp32 division except in rare last-ulp cases, and a
 /// last-ulp difference can change the fp8 byte only at an exact rounding tie; a fraction of
@@ -82,9 +91,19 @@ KWIKI_DEVICE float divide_by_scale(float x, float scale, float inv) {
   return fmaf(fmaf(-q0, scale, x), inv, q0);
 }
 
+/// x / scale clamped to +-fp8_max (kClamp), or left to the cast, which saturates on its own:
+/// the same bytes when fp8_max is the format's largest value, NaN kept as NaN (as the
+/// reference's clamp keeps it), and two instructions less an element.
+template <bool kClamp>
+KWIKI_DEVICE float scaled(float x, float scale, float inv, float fp8_max) {
+  const float v = divide_by_scale(x, scale, inv);
+  if constexpr (kClamp) return fminf(fmaxf(v, -fp8_max), fp8_max);
+  else return v;
+}
+
 /// Quantizes W values (x / scale, clamped) and stores the W bytes at once; on CUDA two values
 /// per conversion instruction.
-template <int W>
+template <int W, bool kClamp>
 KWIKI_DEVICE void quant_store(unsigned char* __restrict__ q, const float (&f)[W], float scale, float inv, float fp8_max) {
   kwiki::Bytes<W> b;
   constexpr bool kPairs = KWIKI_PLATFORM_CUDA && W % 2 == 0;
@@ -92,8 +111,7 @@ KWIKI_DEVICE void quant_store(unsigned char* __restrict__ q, const float (&f)[W]
 #if KWIKI_PLATFORM_CUDA
 #pragma unroll
     for (int j = 0; j < W; j += 2) {
-      const float2 pair = make_float2(fminf(fmaxf(divide_by_scale(f[j], scale, inv), -fp8_max), fp8_max),
-                                      fminf(fmaxf(divide_by_scale(f[j + 1], scale, inv), -fp8_max), fp8_max));
+      const float2 pair = make_float2(scaled<kClamp>(f[j], scale, inv, fp8_max), scaled<kClamp>(f[j + 1], scale, inv, fp8_max));
       const unsigned short two = __nv_cvt_float2_to_fp8x2(pair, __NV_SATFINITE, __NV_E4M3);  // .x in the low byte
       b.b[j] = static_cast<unsigned char>(two & 0xffu);
       b.b[j + 1] = static_cast<unsigned char>(two >> 8);
@@ -101,15 +119,24 @@ KWIKI_DEVICE void quant_store(unsigned char* __restrict__ q, const float (&f)[W]
 #endif
   } else {
 #pragma unroll
-    for (int j = 0; j < W; ++j) b.b[j] = to_fp8(fminf(fmaxf(divide_by_scale(f[j], scale, inv), -fp8_max), fp8_max));
+    for (int j = 0; j < W; ++j) b.b[j] = to_fp8(scaled<kClamp>(f[j], scale, inv, fp8_max));
   }
   *reinterpret_cast<kwiki::Bytes<W>*>(q) = b;
 }
 
 /// Row kept in registers: VPT accesses of W elements per thread (H a multiple of W); the next
 /// row's slice is loaded while this one is reduced and written.
-template <typename T, int W, int VPT, bool kWarpRow>
-KWIKI_GLOBAL void __launch_bounds__(1024)
+/// Registers a thread of the register-row kernel may use on CUDA: 48 past kRowRegElems elements
+/// a thread (eight blocks of 160 threads a multiprocessor instead of six at 58 registers:
+/// 16384 x 5120 bf16 on the H200 75.3 -> 72.2 us, bench/gpu/row_launch_sweep.cu), else 64.
+constexpr int max_registers(int W, int VPT) { return VPT * W > kwiki::kRowRegElems ? 48 : 64; }
+
+template <typename T, int W, int VPT, bool kWarpRow, bool kClamp>
+#if KWIKI_PLATFORM_CUDA
+KWIKI_GLOBAL void __maxnreg__(max_registers(W, VPT))
+#else
+KWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT))
+#endif
 fp8_quant_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, float* __restrict__ scale, long long rows, int H,
                  float fp8_max) {
   using G = kwiki::RowGroup<kWarpRow>;
@@ -126,11 +153,11 @@ fp8_quant_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, float* 
         for (int i = 0; i < VPT; ++i) {
           if (r + i * gs < nacc) {
 #pragma unroll
-            for (int j = 0; j < W; ++j) amax = fmaxf(amax, fabsf(sl.v[i].get(j)));
+            for (int j = 0; j < W; ++j) amax = abs_max(amax, sl.v[i].get(j));
           }
         }
         amax = G::max(amax);
-        const float s = fmaxf(amax, 1e-12f) / fp8_max;
+        const float s = (isnan(amax) ? amax : fmaxf(amax, 1e-12f)) / fp8_max;  // NaN stays NaN, as in torch's clamp
         const float inv = 1.f / s;
         if (r == 0) scale[row] = s;
 #pragma unroll
@@ -140,14 +167,14 @@ fp8_quant_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, float* 
             float f[W];
 #pragma unroll
             for (int j = 0; j < W; ++j) f[j] = sl.v[i].get(j);
-            quant_store<W>(qr + static_cast<long long>(a) * W, f, s, inv, fp8_max);
+            quant_store<W, kClamp>(qr + static_cast<long long>(a) * W, f, s, inv, fp8_max);
           }
         }
       });
 }
 
 /// Rows longer than the register capacity (H a multiple of W): amax pass, then a second read (from L2) to quantize.
-template <typename T, int W>
+template <typename T, int W, bool kClamp>
 KWIKI_GLOBAL void __launch_bounds__(1024)
 fp8_quant_loop_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, float* __restrict__ scale, long long rows, int H,
                       float fp8_max) {
@@ -162,28 +189,39 @@ fp8_quant_loop_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, fl
       float f[W];
       kwiki::load_f32<W>(xr + static_cast<long long>(a) * W, f);
 #pragma unroll
-      for (int j = 0; j < W; ++j) amax = fmaxf(amax, fabsf(f[j]));
+      for (int j = 0; j < W; ++j) amax = abs_max(amax, f[j]);
     }
     amax = kwiki::block_reduce_max(amax);
-    const float s = fmaxf(amax, 1e-12f) / fp8_max;
+    const float s = (isnan(amax) ? amax : fmaxf(amax, 1e-12f)) / fp8_max;
     const float inv = 1.f / s;
     if (r == 0) scale[row] = s;
     for (int a = r; a < nacc; a += gs) {
       const long long off = static_cast<long long>(a) * W;
       float f[W];
       kwiki::load_f32<W>(xr + off, f);
-      quant_store<W>(qr + off, f, s, inv, fp8_max);
+      quant_store<W, kClamp>(qr + off, f, s, inv, fp8_max);
     }
   }
 }
 
-template <typename T, int W>
-inline int launch_w(const T* x, unsigned char* q, float* scale, long long rows, int H, float fp8_max, kwiki_stream_t stream) {
+template <typename T, int W, bool kClamp>
+inline int launch_c(const T* x, unsigned char* q, float* scale, long long rows, int H, float fp8_max, kwiki_stream_t stream) {
   // Four 16-byte accesses a thread (fewer threads a row, more rows a multiprocessor): 16384 x 5120
-  // bf16 on the H200, 92.0 us at one access a thread, 85.0 at four (bench/gpu/row_launch_sweep.cu).
+  // bf16 on the H200 with the saturating cast, 83.0 us at one access a thread, 75.3 at four, 72.2
+  // at four and 48 registers (bench/gpu/row_launch_sweep.cu).
   return kwiki::launch_rows<W, W == 1 ? 1 : 4>(
-      H / W, rows, stream, [] { return fp8_quant_loop_kernel<T, W>; },
-      [](auto vpt, auto warp) { return fp8_quant_kernel<T, W, decltype(vpt)::value, decltype(warp)::value>; }, x, q, scale, rows, H, fp8_max);
+      H / W, rows, stream, [] { return fp8_quant_loop_kernel<T, W, kClamp>; },
+      [](auto vpt, auto warp) { return fp8_quant_kernel<T, W, decltype(vpt)::value, decltype(warp)::value, kClamp>; }, x, q, scale,
+      rows, H, fp8_max);
+}
+
+/// The clamp to +-fp8_max only when fp8_max is below the format's largest value (the cast
+/// saturates at that value by itself).
+template <typename T, int W>
+inline int launch_w(const T* x, unsigned char* q, float* scale, long long rows, int H, float fp8_max, float format_max,
+                    kwiki_stream_t stream) {
+  if (fp8_max < format_max) return launch_c<T, W, true>(x, q, scale, rows, H, fp8_max, stream);
+  return launch_c<T, W, false>(x, q, scale, rows, H, fp8_max, stream);
 }
 
 /// Launches the per-token fp8 quantization on `stream`; 0, the launch error, or -1.
@@ -197,8 +235,9 @@ inline int launch(const T* x, unsigned char* q, float* scale, long long rows, lo
   constexpr int V = kwiki::vec_width<T>();
   // q rows start W-byte aligned when H is a multiple of W (and q 16-byte aligned).
   const bool vec_ok = kwiki::aligned16(x) && kwiki::aligned16(q) && H % V == 0;
-  if (vec_ok) return launch_w<T, V>(x, q, scale, rows, static_cast<int>(H), static_cast<float>(fp8_max), stream);
-  return launch_w<T, 1>(x, q, scale, rows, static_cast<int>(H), static_cast<float>(fp8_max), stream);
+  const float fmax = static_cast<float>(fp8_max), format_max = static_cast<float>(kFormatMax);
+  if (vec_ok) return launch_w<T, V>(x, q, scale, rows, static_cast<int>(H), fmax, format_max, stream);
+  return launch_w<T, 1>(x, q, scale, rows, static_cast<int>(H), fmax, format_max, stream);
 }
 
 }  // namespace kwiki_fp8_quant

@@ -22,7 +22,7 @@ namespace kwiki_fused_add_rms_norm {
 
 /// Row kept in registers: VPT accesses of W elements per thread, plus one tail element.
 template <typename T, int W, int VPT, bool kWarpRow>
-KWIKI_GLOBAL void __launch_bounds__(1024)
+KWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT))
 fused_add_rms_norm_kernel(const T* __restrict__ x, T* __restrict__ residual, const T* __restrict__ weight, T* __restrict__ out,
                           long long rows, int H, float eps) {
   using G = kwiki::RowGroup<kWarpRow>;

@@ -290,6 +290,28 @@ KWIKI_DEVICE V warp_reduce_max(V v) {
   return v;
 }
 
+/// Warp max of fp32 values. On CUDA sm_80+ one redux.sync over order-preserving integer keys
+/// (the bits, the magnitude bits flipped for negative values) instead of five shuffle steps:
+/// softmax 8192 x 8192 bf16 on the H200 79.1 -> 76.9 us (bench/gpu/row_launch_sweep.cu).
+/// Unlike the shuffle form a positive NaN wins (it ranks above +inf), as torch's max and amax
+/// propagate NaN; a negative NaN ranks below -inf. Elsewhere the shuffle butterfly.
+KWIKI_DEVICE float warp_max_f32(float v) {
+#if KWIKI_PLATFORM_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const int bits = __float_as_int(v);
+  const int key = __reduce_max_sync(0xffffffffu, bits >= 0 ? bits : bits ^ 0x7fffffff);
+  return __int_as_float(key >= 0 ? key : key ^ 0x7fffffff);
+#else
+  return warp_reduce_max(v);
+#endif
+}
+
+/// Warp max: warp_max_f32 for fp32, the shuffle butterfly for other types.
+template <typename V>
+KWIKI_DEVICE V warp_max(V v) {
+  if constexpr (std::is_same<V, float>::value) return warp_max_f32(v);
+  else return warp_reduce_max(v);
+}
+
 /// Block-wide sum; every thread gets the total. blockDim.x must be a multiple of the warp size
 /// (at most 1024) and every thread of the block must call it. Two barriers; safe to call again
 /// right away (the next call writes its partials only after every thread has passed this
@@ -320,13 +342,13 @@ KWIKI_DEVICE V block_reduce_max(V v, V lowest) {
   __shared__ V result;
   const int lane = threadIdx.x % KWIKI_WARP_SIZE;
   const int warp = threadIdx.x / KWIKI_WARP_SIZE;
-  v = warp_reduce_max(v);
+  v = warp_max(v);
   if (lane == 0) partial[warp] = v;
   __syncthreads();
   if (warp == 0) {
     const int num_warps = (blockDim.x + KWIKI_WARP_SIZE - 1) / KWIKI_WARP_SIZE;
     V t = lane < num_warps ? partial[lane] : lowest;
-    t = warp_reduce_max(t);
+    t = warp_max(t);
     if (lane == 0) result = t;
   }
   __syncthreads();
@@ -361,7 +383,7 @@ struct RowGroup {
     else return block_reduce_sum(v);
   }
   KWIKI_DEVICE static float max(float v) {
-    if constexpr (kWarpRow) return warp_reduce_max(v);
+    if constexpr (kWarpRow) return warp_max_f32(v);
     else return block_reduce_max(v);
   }
 };
@@ -404,21 +426,28 @@ KWIKI_DEVICE void for_each_row_prefetched(long long rows, Load&& load, Body&& bo
   }
 }
 
-/// Register capacity of the row kernels: elements per thread (so 16 x 1024 = 16384 per row).
+/// Register capacity of the row kernels: elements per thread a launcher picks on its own
+/// (16 x 1024 = 16384 a row).
 constexpr int kRowRegElems = 16;
-
-/// Most W-element accesses a thread keeps in registers: 16 elements on the vector path; the
-/// scalar fallback (rows that do not start 16-byte aligned) keeps 4 (4096 a row) and leaves
-/// longer rows to the looping kernel, whose re-read hits L2: at 8 or 16 scalars a thread
-/// ptxas trades a few bytes of spills for 32 registers.
-template <int W>
-__host__ __device__ constexpr int max_vpt() {
-  return W == 1 ? 4 : kRowRegElems / W;
-}
 /// Largest block.
 constexpr int kMaxBlock = 1024;
 /// Most blocks launched; the kernels loop over rows beyond it (keeps grid x block < 2^32 on HIP).
 constexpr long long kMaxGrid = 1ll << 20;
+
+/// Most W-element accesses a thread keeps in registers: twice kRowRegElems elements on the
+/// vector path, for templates that ask for more accesses a thread (kMinVpt; fewer threads a
+/// row, more rows a multiprocessor), at half the block (row_block_bound); the scalar fallback
+/// (rows that do not start 16-byte aligned) keeps 4 (4096 a row) and leaves longer rows to the
+/// looping kernel, whose re-read hits L2: at 8 or 16 scalars a thread ptxas trades a few bytes
+/// of spills for 32 registers.
+template <int W>
+__host__ __device__ constexpr int max_vpt() {
+  return W == 1 ? 4 : 2 * kRowRegElems / W;
+}
+/// The launch bound of a row kernel that keeps VPT accesses of W elements a thread (this row
+/// and the next): 1024 threads up to kRowRegElems elements, else 512, which leaves ptxas 128
+/// registers a thread (at 1024 it had 64 and spilled 100-150 bytes at 32 elements).
+__host__ __device__ constexpr int row_block_bound(int W, int VPT) { return VPT * W > kRowRegElems ? kMaxBlock / 2 : kMaxBlock; }
 
 /// How a row kernel is launched. vpt: accesses (of W elements) per thread in registers;
 /// 0 means the row does not fit in registers and the loop kernel re-reads it (from L2).
@@ -433,9 +462,9 @@ inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
 /// The launch plan for `rows` rows of `nacc` W-element accesses each.
 /// - nacc <= warp size: one warp per row, 256 threads per block (several rows per block);
-/// - nacc <= 1024 * max_vpt<W>(): one row per block, kept in registers; vpt the smallest
-///   power of two that fits and is at least kMinVpt (capped at max_vpt<W>()), the block the
-///   fewest whole warps that cover the row;
+/// - nacc <= vpt * row_block_bound(W, vpt) for some vpt <= max_vpt<W>(): one row per block,
+///   kept in registers; vpt the smallest power of two that fits and is at least kMinVpt
+///   (capped at max_vpt<W>()), the block the fewest whole warps that cover the row;
 /// - longer: one row per block of 1024 threads, the row re-read from L2 (vpt = 0).
 template <int W, int kMinVpt = 1>
 inline RowLaunch plan_row_launch(long long nacc, long long rows) {
@@ -446,9 +475,10 @@ inline RowLaunch plan_row_launch(long long nacc, long long rows) {
     L.block = 256;
     L.grid = ceil_div(rows, L.block / KWIKI_WARP_SIZE);
   } else {
+    const auto covers = [](int v) { return static_cast<long long>(v) * row_block_bound(W, v); };
     int vpt = 1;
-    while (vpt < max_vpt<W>() && (vpt < kMinVpt || nacc > static_cast<long long>(vpt) * kMaxBlock)) vpt *= 2;
-    if (nacc > static_cast<long long>(vpt) * kMaxBlock) {
+    while (vpt < max_vpt<W>() && (vpt < kMinVpt || nacc > covers(vpt))) vpt *= 2;
+    if (nacc > covers(vpt)) {
       L.vpt = 0;
       L.block = kMaxBlock;
     } else {

@@ -22,7 +22,7 @@ namespace kwiki_rms_norm {
 /// Row kept in registers: VPT accesses of W elements per thread (H a multiple of W); the next
 /// row's slice is loaded while this one is reduced and written.
 template <typename T, int W, int VPT, bool kWarpRow>
-KWIKI_GLOBAL void __launch_bounds__(1024)
+KWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT))
 rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ out, long long rows, int H, float eps) {
   using G = kwiki::RowGroup<kWarpRow>;
   using Slice = kwiki::RowSlice<T, W, VPT>;

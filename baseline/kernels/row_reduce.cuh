@@ -56,7 +56,7 @@ struct Accumulator {
 /// Row kept in registers: VPT accesses of W elements per thread (H a multiple of W); the next
 /// row's slice is loaded while this one is reduced.
 template <typename T, int W, int VPT, bool kWarpRow>
-KWIKI_GLOBAL void __launch_bounds__(1024)
+KWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT))
 row_reduce_kernel(const T* __restrict__ x, T* __restrict__ out, long long rows, int H, int op) {
   using G = kwiki::RowGroup<kWarpRow>;
   using Slice = kwiki::RowSlice<T, W, VPT>;

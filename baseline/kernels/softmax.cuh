@@ -101,7 +101,7 @@ KWIKI_DEVICE float softmax_exp(float v) {
 /// Row kept in registers: VPT accesses of W elements per thread (N a multiple of W); the next
 /// row's slice is loaded while this one is reduced and written.
 template <typename T, int W, int VPT, bool kWarpRow>
-KWIKI_GLOBAL void __launch_bounds__(1024)
+KWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT))
 softmax_kernel(const T* __restrict__ x, T* __restrict__ out, long long rows, int N) {
   using G = kwiki::RowGroup<kWarpRow>;
   using Slice = kwiki::RowSlice<T, W, VPT>;

@@ -236,10 +236,15 @@ Fp8QuantResult fp8_quant(const std::vector<float>& x, std::size_t rows, std::siz
   r.scales.resize(rows);
   for (std::size_t t = 0; t < rows; ++t) {
     const float* xr = x.data() + t * cols;
+    // amax propagates NaN (torch's amax does; std::max would drop it), and then so do the
+    // scale and every value of the row.
     double amax = 0.0;
-    for (std::size_t j = 0; j < cols; ++j) amax = std::max(amax, std::fabs(static_cast<double>(xr[j])));
+    for (std::size_t j = 0; j < cols; ++j) {
+      const double a = std::fabs(static_cast<double>(xr[j]));
+      amax = std::isnan(a) || std::isnan(amax) ? std::numeric_limits<double>::quiet_NaN() : std::max(amax, a);
+    }
     // amax is a float and 1e-12 is taken as the fp32 constant the kernel uses.
-    const float scale = static_cast<float>(std::max(amax, static_cast<double>(1e-12f)) / max_v);
+    const float scale = static_cast<float>((std::isnan(amax) ? amax : std::max(amax, static_cast<double>(1e-12f))) / max_v);
     r.scales[t] = scale;
     for (std::size_t j = 0; j < cols; ++j) {
       // The quotient of two floats rounded from double to float is the fp32 division exactly

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "bench_cuda.cuh"
@@ -52,11 +53,11 @@ dim3 grid_for(K kernel, int block, long long T) {
 }
 
 /// Times `kernel` (VPT 16-byte accesses of 8 bf16 a thread) over T rows of H elements on the
-/// resident grid, with the fewest whole warps that cover a row; skipped past 1024 threads.
+/// resident grid, with the fewest whole warps that cover a row; skipped past the kernel's launch bound.
 template <int VPT, typename K, typename... Args>
 void sweep(const char* name, K kernel, long long T, int H, double bytes, Args... args) {
   const int block = ((H / 8 + VPT - 1) / VPT + 31) / 32 * 32;
-  if (block > 1024) return;
+  if (block > kwiki::row_block_bound(8, VPT)) return;
   const double us = time_us([&] { kernel<<<grid_for(kernel, block, T), block>>>(args...); });
   report(name, block, VPT, kernel, us, bytes);
 }
@@ -77,15 +78,15 @@ void sweep_layer_norm(const bf16* x, const bf16* w, const bf16* b, bf16* o, long
              1e-5f);
 }
 
-template <int VPT>
+template <int VPT, bool kClamp>
 void sweep_fp8(const bf16* x, unsigned char* q, float* s, long long T, int H) {
-  sweep<VPT>("fp8_quant", kwiki_fp8_quant::fp8_quant_kernel<bf16, 8, VPT, false>, T, H, 3.0 * T * H + 4.0 * T, x, q, s, T, H,
-             448.f);
+  sweep<VPT>(kClamp ? "fp8_quant (clamp)" : "fp8_quant (saturating cast)", kwiki_fp8_quant::fp8_quant_kernel<bf16, 8, VPT, false, kClamp>,
+             T, H, 3.0 * T * H + 4.0 * T, x, q, s, T, H, 448.f);
 }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   KWIKI_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   kwiki_bench::FlushedTimer flushed_timer;
@@ -111,7 +112,8 @@ int main() {
     const double us = time_us([&] { copy16<<<grid, 256>>>(reinterpret_cast<const uint4*>(x), reinterpret_cast<uint4*>(o), n16); });
     std::printf("%-26s grid %5d x 256            %9.2f us  %6.3f TB/s\n", "copy16 (268 MB each way)", grid, us, 2.0 * big * 2 / us / 1e6);
   }
-  for (int mode = 0; mode < 2; ++mode) {
+  const int modes = argc > 1 && std::string(argv[1]) == "--zero-flush-only" ? 1 : 2;
+  for (int mode = 0; mode < modes; ++mode) {
   timer->set_read_flush(mode == 1);
   std::printf("-- the launchers' own choice, L2 flushed by %s\n", timer->read_flush() ? "reading 2x L2 (clean)" : "zeroing 2x L2 (dirty)");
   for (int grid : {prop.multiProcessorCount * 8}) {
@@ -145,10 +147,18 @@ int main() {
   sweep_layer_norm<2>(x, w, b, o, 16384, 2560);
   sweep_layer_norm<4>(x, w, b, o, 16384, 2560);
   sweep_layer_norm<8>(x, w, b, o, 16384, 2560);
+  std::printf("-- layer_norm t4096_h8192 bf16\n");
+  sweep_layer_norm<1>(x, w, b, o, 4096, 8192);
+  sweep_layer_norm<2>(x, w, b, o, 4096, 8192);
+  sweep_layer_norm<4>(x, w, b, o, 4096, 8192);
   std::printf("-- fp8_quant t16384_h5120 bf16\n");
-  sweep_fp8<1>(x, q, s, 16384, 5120);
-  sweep_fp8<2>(x, q, s, 16384, 5120);
-  sweep_fp8<4>(x, q, s, 16384, 5120);
-  sweep_fp8<8>(x, q, s, 16384, 5120);
+  sweep_fp8<1, true>(x, q, s, 16384, 5120);
+  sweep_fp8<2, true>(x, q, s, 16384, 5120);
+  sweep_fp8<4, true>(x, q, s, 16384, 5120);
+  sweep_fp8<8, true>(x, q, s, 16384, 5120);
+  sweep_fp8<1, false>(x, q, s, 16384, 5120);
+  sweep_fp8<2, false>(x, q, s, 16384, 5120);
+  sweep_fp8<4, false>(x, q, s, 16384, 5120);
+  sweep_fp8<8, false>(x, q, s, 16384, 5120);
   return 0;
 }
