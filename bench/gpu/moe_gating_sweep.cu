@@ -1,0 +1,202 @@
+// moe_gating_sweep.cu: a candidate MoE router kernel beside the template's, checked against it
+// and timed the way the harness times (events, L2 zeroed 2x before each repetition, median).
+// The template (moe_gating.cuh) spends 20.8 us on 16384 tokens x 128 experts, top-8, on the
+// H200, about 6x its launch-plus-memory floor. The candidate changes two things:
+//  - a resident grid whose warps stride over the tokens, the next token's logits loaded before
+//    the current token is reduced and ranked (the template: one token a warp, nothing in flight
+//    while it ranks);
+//  - each of the k rounds of the top-k takes two redux.sync (the largest probability as an
+//    integer key, then the lowest id among the lanes holding it) instead of a five-step
+//    butterfly of two shuffles and a compare.
+// The probabilities are computed with the template's arithmetic (expf(x - max), then / sum), so
+// the ids and weights must match the template's bit for bit; the check says so per shape. (On a
+// NaN probability they would differ: the candidate ranks it first, as torch.topk does, where the
+// template's `>` never picks it; the inputs here have none.) Not run yet: written after the
+// session-5 device time was spent.
+// Build and run on the GPU machine:
+//   nvcc -std=c++17 -O3 -arch=sm_90a -I baseline/kernels bench/gpu/moe_gating_sweep.cu -o moe && ./moe
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "bench_cuda.cuh"
+#include "moe_gating.cuh"
+
+namespace {
+
+constexpr int kWarps = 4;  // warps per block
+
+/// Largest-probability key of a lane's candidate: the float's bits plus one (probabilities are
+/// >= 0, so the bits order as the values, and a NaN ranks highest as in torch.topk); 0 = none.
+__device__ unsigned int rank_key(float v) { return v >= 0.f || v != v ? __float_as_uint(v) + 1u : 0u; }
+
+/// Candidate router: W = 4 consecutive experts a lane per slot, NV slots (E <= NV * 32 * 4,
+/// E a multiple of 4, rows 16-byte aligned), a resident grid of warps striding over tokens.
+template <int NV>
+__global__ void __launch_bounds__(kWarps * 32)
+moe_gating_candidate(const float* __restrict__ gating, float* __restrict__ topk_weights, int* __restrict__ topk_ids, long long T,
+                     int E, int k, int renormalize) {
+  constexpr int W = 4;
+  const int lane = threadIdx.x % 32;
+  const long long stride = static_cast<long long>(gridDim.x) * kWarps;
+  long long t = static_cast<long long>(blockIdx.x) * kWarps + threadIdx.x / 32;
+  if (t >= T) return;
+  float4 next[NV];
+  auto load = [&](long long token, float4 (&dst)[NV]) {
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      const int e0 = (lane + i * 32) * W;
+      dst[i] = e0 < E ? *reinterpret_cast<const float4*>(gating + token * E + e0) : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+    }
+  };
+  load(t, next);
+  for (; t < T; t += stride) {
+    float p[NV][W];
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      p[i][0] = next[i].x;
+      p[i][1] = next[i].y;
+      p[i][2] = next[i].z;
+      p[i][3] = next[i].w;
+    }
+    if (t + stride < T) load(t + stride, next);  // in flight while this token is ranked
+    float m = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < NV; ++i)
+#pragma unroll
+      for (int c = 0; c < W; ++c) m = fmaxf(m, p[i][c]);
+    m = kwiki::warp_reduce_max(m);  // the template's reduction, so equal bits
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      const bool valid = (lane + i * 32) * W < E;
+#pragma unroll
+      for (int c = 0; c < W; ++c) {
+        p[i][c] = valid ? expf(p[i][c] - m) : 0.f;
+        s += p[i][c];
+      }
+    }
+    s = kwiki::warp_reduce_sum(s);
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+      const bool valid = (lane + i * 32) * W < E;
+#pragma unroll
+      for (int c = 0; c < W; ++c) p[i][c] = valid ? p[i][c] / s : -INFINITY;  // -inf: not an expert / taken
+    }
+    float my_w = 0.f;
+    int my_id = 0;
+    float wsum = 0.f;
+    for (int round = 0; round < k; ++round) {
+      float bv = -INFINITY;
+      int bi = INT_MAX;
+#pragma unroll
+      for (int i = 0; i < NV; ++i)
+#pragma unroll
+        for (int c = 0; c < W; ++c)
+          if (rank_key(p[i][c]) > rank_key(bv)) {  // increasing ids: strict keeps the lower id
+            bv = p[i][c];
+            bi = (lane + i * 32) * W + c;
+          }
+      const unsigned int key = rank_key(bv);
+      const unsigned int best = __reduce_max_sync(0xffffffffu, key);
+      const int id = static_cast<int>(__reduce_min_sync(0xffffffffu, key == best ? static_cast<unsigned int>(bi) : 0xffffffffu));
+      const float v = __uint_as_float(best - 1u);
+#pragma unroll
+      for (int i = 0; i < NV; ++i)
+#pragma unroll
+        for (int c = 0; c < W; ++c)
+          if ((lane + i * 32) * W + c == id) p[i][c] = -INFINITY;
+      if (lane == round) {
+        my_w = v;
+        my_id = id;
+      }
+      wsum += v;
+    }
+    if (lane < k) {
+      topk_weights[t * k + lane] = renormalize ? my_w / wsum : my_w;
+      topk_ids[t * k + lane] = my_id;
+    }
+  }
+}
+
+struct Shape {
+  long long T;
+  int E, k;
+};
+
+template <int NV>
+void run_candidate(const float* g, float* w, int* ids, const Shape& s, dim3 grid) {
+  moe_gating_candidate<NV><<<grid, kWarps * 32>>>(g, w, ids, s.T, s.E, s.k, 1);
+}
+
+void candidate(const float* g, float* w, int* ids, const Shape& s, dim3 grid) {
+  if (s.E <= 128) run_candidate<1>(g, w, ids, s, grid);
+  else if (s.E <= 256) run_candidate<2>(g, w, ids, s, grid);
+  else run_candidate<4>(g, w, ids, s, grid);
+}
+
+template <int NV>
+int resident_warp_blocks() {
+  int per_sm = 0, sms = 0;
+  KWIKI_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, moe_gating_candidate<NV>, kWarps * 32, 0));
+  KWIKI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  return per_sm * sms;
+}
+
+}  // namespace
+
+int main() {
+  kwiki_bench::FlushedTimer timer;
+  const Shape shapes[] = {{16384, 128, 8}, {8192, 256, 2}, {2048, 64, 2}, {64, 256, 8}, {1, 128, 8}, {4099, 128, 8}};
+  int failures = 0;
+  for (const Shape& s : shapes) {
+    const size_t n = static_cast<size_t>(s.T) * s.E, nk = static_cast<size_t>(s.T) * s.k;
+    std::vector<float> host(n);
+    std::mt19937 rng(1234);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    for (float& v : host) v = normal(rng);
+    for (size_t i = 0; i < n; i += 97) host[i] = host[i / 2];  // ties, so the lower-id rule is exercised
+    float *g, *w0, *w1;
+    int *i0, *i1;
+    KWIKI_CUDA_CHECK(cudaMalloc(&g, n * 4));
+    KWIKI_CUDA_CHECK(cudaMalloc(&w0, nk * 4));
+    KWIKI_CUDA_CHECK(cudaMalloc(&w1, nk * 4));
+    KWIKI_CUDA_CHECK(cudaMalloc(&i0, nk * 4));
+    KWIKI_CUDA_CHECK(cudaMalloc(&i1, nk * 4));
+    KWIKI_CUDA_CHECK(cudaMemcpy(g, host.data(), n * 4, cudaMemcpyHostToDevice));
+    const int nv = s.E <= 128 ? 1 : s.E <= 256 ? 2 : 4;
+    const long long cap = nv == 1 ? resident_warp_blocks<1>() : nv == 2 ? resident_warp_blocks<2>() : resident_warp_blocks<4>();
+    const long long want = (s.T + kWarps - 1) / kWarps;
+    const dim3 grid(static_cast<unsigned>(want < cap ? want : cap));
+    if (kwiki_moe_gating::launch(g, w0, i0, s.T, s.E, s.k, true, 0) != 0) {
+      std::printf("template refused T=%lld E=%d k=%d\n", s.T, s.E, s.k);
+      return 1;
+    }
+    candidate(g, w1, i1, s, grid);
+    KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<float> hw0(nk), hw1(nk);
+    std::vector<int> hi0(nk), hi1(nk);
+    KWIKI_CUDA_CHECK(cudaMemcpy(hw0.data(), w0, nk * 4, cudaMemcpyDeviceToHost));
+    KWIKI_CUDA_CHECK(cudaMemcpy(hw1.data(), w1, nk * 4, cudaMemcpyDeviceToHost));
+    KWIKI_CUDA_CHECK(cudaMemcpy(hi0.data(), i0, nk * 4, cudaMemcpyDeviceToHost));
+    KWIKI_CUDA_CHECK(cudaMemcpy(hi1.data(), i1, nk * 4, cudaMemcpyDeviceToHost));
+    const bool same = hi0 == hi1 && std::memcmp(hw0.data(), hw1.data(), nk * 4) == 0;
+    failures += same ? 0 : 1;
+    const double t_template = timer.median_us([&] { kwiki_moe_gating::launch(g, w0, i0, s.T, s.E, s.k, true, 0); });
+    const double t_candidate = timer.median_us([&] { candidate(g, w1, i1, s, grid); });
+    const double bytes = n * 4.0 + nk * 8.0;
+    std::printf("T %6lld E %4d k %d  grid %5u  %s  template %8.2f us  candidate %8.2f us  (%.3f TB/s)\n", s.T, s.E, s.k, grid.x,
+                same ? "same ids and weights" : "DIFFERENT from the template", t_template, t_candidate, bytes / t_candidate / 1e6);
+    cudaFree(g);
+    cudaFree(w0);
+    cudaFree(w1);
+    cudaFree(i0);
+    cudaFree(i1);
+  }
+  std::printf("%s\n", failures ? "FAIL: the candidate differs from the template" : "ok: the candidate matches the template on every shape");
+  return failures ? 1 : 0;
+}
