@@ -132,8 +132,8 @@ KWIKI_DEVICE void quant_store(unsigned char* __restrict__ q, const float (&f)[W]
 constexpr int max_registers(int W, int VPT) { return VPT * W > kwiki::kRowRegElems ? 48 : 64; }
 
 template <typename T, int W, int VPT, bool kWarpRow, bool kClamp>
-#if KWIKI_PLATFORM_CUDA
-KWIKI_GLOBAL void __maxnreg__(max_registers(W, VPT))
+#if KWIKI_PLATFORM_CUDA && (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
+KWIKI_GLOBAL void __maxnreg__(max_registers(W, VPT))  // __maxnreg__: CUDA 12.4 and later
 #else
 KWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT))
 #endif
