@@ -75,11 +75,21 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     const std::string main_rec = wiki.ask("row mapping", op_words + " kernel on " + gpu + " in " + lang);
     const std::string red_rec = wiki.ask("reduction", std::string(amd ? "wave64 DPP cross-lane" : "warp shuffle __shfl_xor_sync") +
                                                           " block reduction on " + gpu);
-    int threads = static_cast<int>(std::ceil(std::max(1.0, max_h) / vec));
+    // As the templates' launch plan (kwiki_compat.cuh, plan_row_launch): the fewest accesses a thread,
+    // at least the template's minimum (LayerNorm 2, fp8 quant 4), with a block of at most 1024 threads
+    // up to 16 elements a thread and 512 beyond.
+    const int min_acc = pattern == "fp8_quant" ? 4 : pattern == "layer_norm" ? 2 : 1;
+    const long long nacc = static_cast<long long>(std::ceil(std::max(1.0, max_h) / vec));
+    const int max_acc = vec > 1 ? 32 / vec : 4;
+    const auto covers = [&](int a) { return static_cast<long long>(a) * (a * vec > 16 ? 512 : 1024); };
+    int acc = 1;
+    while (acc < max_acc && (acc < min_acc || nacc > covers(acc))) acc *= 2;
+    int threads = static_cast<int>(std::min<long long>((nacc + acc - 1) / acc, 1024));
     threads = std::clamp((threads + warp - 1) / warp * warp, warp, 1024);
     add("thread mapping", "one row per block (" + std::to_string(threads) + " threads for the widest row, " +
                               std::to_string(static_cast<int>(std::ceil(max_h / (threads * vec)))) +
-                              " vector(s) per thread); rows shorter than " + std::to_string(warp * vec) + " elements share a block, one " +
+                              " vector(s) per thread" + (min_acc > 1 ? ", at least " + std::to_string(min_acc) + " a thread, so each " + t.compute_unit_name + " holds more rows" : "") +
+                              "); rows shorter than " + std::to_string(warp * vec) + " elements share a block, one " +
                               (amd ? "wavefront" : "warp") + " per row",
         main_rec);
     // The fused-add template keeps one block per row; the other row templates prefetch on a resident grid.
@@ -92,8 +102,11 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
             (pattern == "row_reduce" ? "one element per row is written" : "written once") + "; no shared-memory staging of the data" +
             (prefetched ? "; the next row's loads are issued before this row is reduced, so they stay in flight across its barriers and stores" : ""),
         main_rec);
+    const bool has_max = pattern == "softmax" || pattern == "fp8_quant" || pattern == "row_reduce";
     add("reduction", std::string(amd ? "64-lane" : "32-lane") + " butterfly (" + (amd ? "__shfl_xor / DPP" : "__shfl_xor_sync") +
-                         ") then one value per " + (amd ? "wavefront" : "warp") + " through " + t.onchip_name,
+                         ") then one value per " + (amd ? "wavefront" : "warp") + " through " + t.onchip_name +
+                         (!amd && has_max ? "; an fp32 max takes one redux.sync on order-preserving integer keys instead of the butterfly" : "") +
+                         (pattern == "layer_norm" ? "; this thread's weight and bias columns are loaded before the reductions" : ""),
         red_rec);
     add("grid", prefetched ? "a resident grid (blocks per " + t.compute_unit_name + " from the occupancy query x " + std::to_string(units) + " " +
                                  t.compute_unit_name + "s, at most one block per row) strides over the T rows"
@@ -108,7 +121,12 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
           "unknown rather than generate a kernel that stores the wrong type",
           acc_rec);
     if (pattern == "fp8_quant")
-      add("fp8 format", amd && t.arch == "cdna3" ? "e4m3fnuz, max 240 (gfx942 uses FNUZ)" : "e4m3fn, max 448, saturate before the cast",
+      add("fp8 format",
+          amd && t.arch == "cdna3"
+              ? "e4m3fnuz, max 240 (gfx942 uses FNUZ)"
+              : std::string("e4m3fn, max 448") +
+                    (amd ? ", saturate before the cast"
+                         : ": the saturating cvt (satfinite) gives the clamped value's byte, so no separate clamp; amax keeps a NaN, as torch does"),
           wiki.ask("fp8 format", std::string("fp8 e4m3 format max value on ") + gpu));
   } else if (pattern == "silu_and_mul" || pattern == "gelu_and_mul") {
     d.template_name = "gated_" + pattern + (amd ? "_hip" : "_cuda");
