@@ -126,14 +126,16 @@ KWIKI_DEVICE void quant_store(unsigned char* __restrict__ q, const float (&f)[W]
 
 /// Row kept in registers: VPT accesses of W elements per thread (H a multiple of W); the next
 /// row's slice is loaded while this one is reduced and written.
-/// Registers a thread of the register-row kernel may use on CUDA: 48 past kRowRegElems elements
-/// a thread (eight blocks of 160 threads a multiprocessor instead of six at 58 registers:
-/// 16384 x 5120 bf16 on the H200 75.3 -> 72.2 us, bench/gpu/row_launch_sweep.cu), else 64.
-constexpr int max_registers(int W, int VPT) { return VPT * W > kwiki::kRowRegElems ? 48 : 64; }
+/// Registers a thread of the register-row kernel may use on CUDA, by 16-byte accesses a thread
+/// (this row's and the next row's, 4 registers each): 48 at four (eight blocks of 160 threads a
+/// multiprocessor instead of six at 58 registers: 16384 x 5120 bf16 on the H200 75.3 -> 72.2 us,
+/// bench/gpu/row_launch_sweep.cu), 128 at eight (fp32 rows; at most 512 threads, as planned),
+/// 32 at one or two (what ptxas chose for them under a 1024-thread launch bound: 28-32).
+constexpr int max_registers(int VPT) { return VPT >= 8 ? 128 : VPT == 4 ? 48 : 32; }
 
 template <typename T, int W, int VPT, bool kWarpRow, bool kClamp>
 #if KWIKI_PLATFORM_CUDA && (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
-KWIKI_GLOBAL void __maxnreg__(max_registers(W, VPT))  // __maxnreg__: CUDA 12.4 and later
+KWIKI_GLOBAL void __maxnreg__(max_registers(VPT))  // __maxnreg__: CUDA 12.4 and later
 #else
 KWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT))
 #endif
