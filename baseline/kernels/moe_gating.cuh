@@ -28,6 +28,37 @@ constexpr int kWarpsPerBlock = 4;
 /// True when (v1, i1) ranks before (v2, i2): larger value, then lower id.
 KWIKI_DEVICE bool better(float v1, int i1, float v2, int i2) { return v1 > v2 || (v1 == v2 && i1 < i2); }
 
+/// One token's logits, held as in moe_gating_kernel (slot i of lane l: experts (l + i * warp) *
+/// W + c; -inf past E), turned in place into softmax probabilities: a warp max, exponentials and
+/// a warp sum in fp32, then p / sum; slots past E become -inf ("not an expert").
+template <int W, int NV>
+KWIKI_DEVICE void to_probabilities(float (&p)[NV][W], int lane, int E) {
+  float m = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < NV; ++i)
+#pragma unroll
+    for (int c = 0; c < W; ++c) m = fmaxf(m, p[i][c]);
+  m = kwiki::warp_reduce_max(m);
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    const bool valid = (lane + i * KWIKI_WARP_SIZE) * W < E;
+#pragma unroll
+    for (int c = 0; c < W; ++c) {
+      p[i][c] = valid ? expf(p[i][c] - m) : 0.f;
+      s += p[i][c];
+    }
+  }
+  s = kwiki::warp_reduce_sum(s);
+#pragma unroll
+  for (int i = 0; i < NV; ++i) {
+    const bool valid = (lane + i * KWIKI_WARP_SIZE) * W < E;
+    // Probabilities are >= 0; -inf marks "not an expert" and, in the top-k, "already selected".
+#pragma unroll
+    for (int c = 0; c < W; ++c) p[i][c] = valid ? p[i][c] / s : -INFINITY;
+  }
+}
+
 /// One warp per token. Each lane holds NV slots of W consecutive experts: slot i of lane l
 /// holds experts (l + i * warp) * W + c, c < W (one 16-byte load per slot when W = 4), so a
 /// lane's experts, walked slot by slot, come in increasing id order. E <= NV * warp * W.
@@ -40,7 +71,6 @@ moe_gating_kernel(const float* __restrict__ gating, float* __restrict__ topk_wei
   for (long long t = blockIdx.x * warps_per_block + threadIdx.x / KWIKI_WARP_SIZE; t < T; t += gridDim.x * warps_per_block) {
     const float* g = gating + t * E;
     float p[NV][W];
-    float m = -INFINITY;
 #pragma unroll
     for (int i = 0; i < NV; ++i) {
       const int e0 = (lane + i * KWIKI_WARP_SIZE) * W;  // W divides E on the vector path
@@ -58,28 +88,8 @@ moe_gating_kernel(const float* __restrict__ gating, float* __restrict__ topk_wei
 #pragma unroll
         for (int c = 0; c < W; ++c) p[i][c] = -INFINITY;
       }
-#pragma unroll
-      for (int c = 0; c < W; ++c) m = fmaxf(m, p[i][c]);
     }
-    m = kwiki::warp_reduce_max(m);
-    float s = 0.f;
-#pragma unroll
-    for (int i = 0; i < NV; ++i) {
-      const bool valid = (lane + i * KWIKI_WARP_SIZE) * W < E;
-#pragma unroll
-      for (int c = 0; c < W; ++c) {
-        p[i][c] = valid ? expf(p[i][c] - m) : 0.f;
-        s += p[i][c];
-      }
-    }
-    s = kwiki::warp_reduce_sum(s);
-#pragma unroll
-    for (int i = 0; i < NV; ++i) {
-      const bool valid = (lane + i * KWIKI_WARP_SIZE) * W < E;
-      // Probabilities are >= 0; -inf marks "not an expert" and, below, "already selected".
-#pragma unroll
-      for (int c = 0; c < W; ++c) p[i][c] = valid ? p[i][c] / s : -INFINITY;
-    }
+    to_probabilities<W, NV>(p, lane, E);
 
     float my_w = 0.f;
     int my_id = 0;

@@ -64,29 +64,7 @@ moe_gating_candidate(const float* __restrict__ gating, float* __restrict__ topk_
       p[i][3] = next[i].w;
     }
     if (t + stride < T) load(t + stride, next);  // in flight while this token is ranked
-    float m = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < NV; ++i)
-#pragma unroll
-      for (int c = 0; c < W; ++c) m = fmaxf(m, p[i][c]);
-    m = kwiki::warp_reduce_max(m);  // the template's reduction, so equal bits
-    float s = 0.f;
-#pragma unroll
-    for (int i = 0; i < NV; ++i) {
-      const bool valid = (lane + i * 32) * W < E;
-#pragma unroll
-      for (int c = 0; c < W; ++c) {
-        p[i][c] = valid ? expf(p[i][c] - m) : 0.f;
-        s += p[i][c];
-      }
-    }
-    s = kwiki::warp_reduce_sum(s);
-#pragma unroll
-    for (int i = 0; i < NV; ++i) {
-      const bool valid = (lane + i * 32) * W < E;
-#pragma unroll
-      for (int c = 0; c < W; ++c) p[i][c] = valid ? p[i][c] / s : -INFINITY;  // -inf: not an expert / taken
-    }
+    kwiki_moe_gating::to_probabilities<W, NV>(p, lane, E);  // the template's arithmetic, so equal bits
     float my_w = 0.f;
     int my_id = 0;
     float wsum = 0.f;
