@@ -92,8 +92,9 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
                               "); rows shorter than " + std::to_string(warp * vec) + " elements share a block, one " +
                               (amd ? "wavefront" : "warp") + " per row",
         main_rec);
-    // The fused-add template keeps one block per row; the other row templates prefetch on a resident grid.
-    const bool prefetched = pattern != "fused_add_rms_norm";
+    // The fused-add and fp8 quant templates keep one block per row; the other row templates
+    // prefetch on a resident grid (baseline/kernels/*.cuh, launch_rows).
+    const bool prefetched = pattern != "fused_add_rms_norm" && pattern != "fp8_quant";
     add("vector width", std::to_string(vec) + " x " + task.dtype + " = 16-byte loads and stores, aligned rows; rows that are not a multiple of " +
                             std::to_string(vec) + " take scalar (still coalesced) accesses",
         vec_rec);

@@ -208,10 +208,11 @@ fp8_quant_loop_kernel(const T* __restrict__ x, unsigned char* __restrict__ q, fl
 
 template <typename T, int W, bool kClamp>
 inline int launch_c(const T* x, unsigned char* q, float* scale, long long rows, int H, float fp8_max, kwiki_stream_t stream) {
-  // Four 16-byte accesses a thread (fewer threads a row, more rows a multiprocessor): 16384 x 5120
-  // bf16 on the H200 with the saturating cast, 83.0 us at one access a thread, 75.3 at four, 72.2
-  // at four and 48 registers (bench/gpu/row_launch_sweep.cu).
-  return kwiki::launch_rows<W, W == 1 ? 1 : 4>(
+  // Four 16-byte accesses a thread (fewer threads a row, more rows a multiprocessor), one block
+  // per row: 16384 x 5120 bf16 on the H200 with the saturating cast, 83.0 us at one access a
+  // thread, 75.3 at four, 72.5 at four and 48 registers on the resident grid that prefetches the
+  // next row, 64.3 at one block a row (bench/gpu/row_launch_sweep.cu --fp8).
+  return kwiki::launch_rows<W, W == 1 ? 1 : 4, false>(
       H / W, rows, stream, [] { return fp8_quant_loop_kernel<T, W, kClamp>; },
       [](auto vpt, auto warp) { return fp8_quant_kernel<T, W, decltype(vpt)::value, decltype(warp)::value, kClamp>; }, x, q, scale,
       rows, H, fp8_max);

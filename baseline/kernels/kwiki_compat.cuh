@@ -560,8 +560,10 @@ inline dim3 resident_row_grid(Kernel kernel, const RowLaunch& L) {
 /// Launches a row template: the plan for rows of nacc W-element accesses, then either the
 /// looping kernel loop_kernel() on one block per row, or row_kernel(int_c<VPT>, bool_constant<
 /// kWarpRow>) on the resident grid; args... go to the kernel. Returns the launch error (0).
-/// kMinVpt: see plan_row_launch.
-template <int W, int kMinVpt = 1, typename LoopKernel, typename RowKernel, typename... Args>
+/// kMinVpt: see plan_row_launch. kResidentGrid false: one block per row group (up to kMaxGrid),
+/// the hardware starting the next row in a finished block's place, instead of the resident
+/// grid whose blocks stride over the rows.
+template <int W, int kMinVpt = 1, bool kResidentGrid = true, typename LoopKernel, typename RowKernel, typename... Args>
 inline int launch_rows(long long nacc, long long rows, kwiki_stream_t stream, LoopKernel loop_kernel, RowKernel row_kernel,
                        Args... args) {
   const RowLaunch L = plan_row_launch<W, kMinVpt>(nacc, rows);
@@ -572,7 +574,8 @@ inline int launch_rows(long long nacc, long long rows, kwiki_stream_t stream, Lo
       kernel<<<dim3(static_cast<unsigned>(L.grid)), block, 0, stream>>>(args...);
     } else {
       const auto kernel = row_kernel(vpt_c, warp_c);
-      kernel<<<resident_row_grid(kernel, L), block, 0, stream>>>(args...);
+      const dim3 grid = kResidentGrid ? resident_row_grid(kernel, L) : dim3(static_cast<unsigned>(L.grid));
+      kernel<<<grid, block, 0, stream>>>(args...);
     }
   });
   return kwiki_last_error();

@@ -85,7 +85,7 @@ kw["seed"] = 0
 model = kernel.Model(**spec.get("init_kwargs", {}))
 inputs = factory._make_inputs(**kw)
 l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20)
-flush = torch.empty(max(2 * l2, 128 << 20), dtype=torch.uint8, device="cuda")
+flush = torch.zeros(max(2 * l2, 128 << 20) // 4, dtype=torch.float32, device="cuda")
 keep = []
 with torch.no_grad():
     for i in range(copies):

@@ -1,7 +1,8 @@
 // row_launch_sweep.cu: times the row templates (RMSNorm, softmax, LayerNorm, fp8 quant) under
 // forced launch shapes (threads per row x 16-byte accesses per thread) at the sample tasks'
 // largest shapes (on the resident grid the launchers use), beside a 16-byte copy kernel, the way the harness times (events around the
-// kernel alone, a >= 2x L2 buffer zeroed before each repetition, median of 30).
+// kernel alone, a >= 2x L2 buffer read before each repetition, median of 30; the first section
+// also zeroes it, the common way, for comparison).
 // Build and run on the GPU machine:
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I baseline/kernels bench/gpu/row_launch_sweep.cu -o sweep && ./sweep
 #include <cuda_bf16.h>
@@ -112,6 +113,20 @@ int main(int argc, char** argv) {
     const double us = time_us([&] { copy16<<<grid, 256>>>(reinterpret_cast<const uint4*>(x), reinterpret_cast<uint4*>(o), n16); });
     std::printf("%-26s grid %5d x 256            %9.2f us  %6.3f TB/s\n", "copy16 (268 MB each way)", grid, us, 2.0 * big * 2 / us / 1e6);
   }
+  if (argc > 1 && std::string(argv[1]) == "--fp8") {
+    std::printf("-- fp8_quant t16384_h5120 bf16, experiments\n");
+    for (int rep = 0; rep < 2; ++rep) {
+      sweep_fp8<4, false>(x, q, s, 16384, 5120);
+      sweep_fp8<8, false>(x, q, s, 16384, 5120);
+      std::printf("%-40s %9.2f us\n", "fp8_quant launcher", time_us([&] { kwiki_fp8_quant::launch<bf16>(x, q, s, 16384, 5120, 448.0, 0); }));
+      const auto k4 = kwiki_fp8_quant::fp8_quant_kernel<bf16, 8, 4, false, false>;
+      for (int grid : {1024, 1056, 2048, 4096, 16384}) {
+        const double us = time_us([&] { k4<<<grid, 160>>>(x, q, s, 16384, 5120, 448.f); });
+        std::printf("fp8 vpt 4 grid %5d %9.2f us\n", grid, us);
+      }
+    }
+    return 0;
+  }
   const int modes = argc > 1 && std::string(argv[1]) == "--zero-flush-only" ? 1 : 2;
   for (int mode = 0; mode < modes; ++mode) {
   timer->set_read_flush(mode == 1);
@@ -127,7 +142,7 @@ int main(int argc, char** argv) {
   std::printf("%-40s %9.2f us\n", "layer_norm t4096_h8192", time_us([&] { kwiki_layer_norm::launch<bf16>(x, w, b, o, 4096, 8192, 1e-5f, 0); }));
   std::printf("%-40s %9.2f us\n", "fp8_quant t16384_h5120", time_us([&] { kwiki_fp8_quant::launch<bf16>(x, q, s, 16384, 5120, 448.0, 0); }));
   }
-  timer->set_read_flush(false);
+  timer->set_read_flush(true);
   std::printf("-- rms_norm t16384_h8192 bf16\n");
   sweep_rms<1>(x, w, o, 16384, 8192);
   sweep_rms<2>(x, w, o, 16384, 8192);
