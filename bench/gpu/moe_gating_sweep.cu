@@ -1,18 +1,17 @@
-// moe_gating_sweep.cu: a candidate MoE router kernel beside the template's, checked against it
-// and timed the way the harness times (events, L2 zeroed 2x before each repetition, median).
-// The template (moe_gating.cuh) spends 20.8 us on 16384 tokens x 128 experts, top-8, on the
-// H200, about 6x its launch-plus-memory floor. The candidate changes two things:
+// moe_gating_sweep.cu: a second MoE router beside the template's, checked against it bit for bit
+// and timed the way the harness times (events, L2 evicted before each repetition, median).
+// The second router ranks differently from the template, so their agreement cross-checks both:
 //  - a resident grid whose warps stride over the tokens, the next token's logits loaded before
-//    the current token is reduced and ranked (the template: one token a warp, nothing in flight
-//    while it ranks);
-//  - each of the k rounds of the top-k takes two redux.sync (the largest probability as an
-//    integer key, then the lowest id among the lanes holding it) instead of a five-step
-//    butterfly of two shuffles and a compare.
-// The probabilities are computed with the template's arithmetic (expf(x - max), then / sum), so
-// the ids and weights must match the template's bit for bit; the check says so per shape. (On a
-// NaN probability they would differ: the candidate ranks it first, as torch.topk does, where the
-// template's `>` never picks it; the inputs here have none.) Not run yet: written after the
-// session-5 device time was spent.
+//    the current token is ranked;
+//  - each of the k rounds rescans the lane's experts, then two redux.sync (the largest
+//    probability as an integer key, then the lowest id among the lanes holding it).
+// The template (moe_gating.cuh) sorts a lane's experts once and shifts the winner's list instead
+// of rescanning (CUDA, at most 4 experts a lane), or scans with a shuffle butterfly (other
+// cases). On the H200, 16384 tokens x 128 experts, top 8 (bench/results/moe_gating_sweep-h200.txt):
+// template 20.4 us (scan and butterfly) -> 13.5 us (sorted heads), this router 20.0-20.2 us: the
+// prefetch did not help, the kernel is instruction-bound. The probabilities come from the
+// template's own to_probabilities, so ids and weights must match bit for bit; the check says so
+// per shape (inputs with ties; no NaN).
 // Build and run on the GPU machine:
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I baseline/kernels bench/gpu/moe_gating_sweep.cu -o moe && ./moe
 #include <cuda_runtime.h>
@@ -30,9 +29,9 @@ namespace {
 
 constexpr int kWarps = 4;  // warps per block
 
-/// Largest-probability key of a lane's candidate: the float's bits plus one (probabilities are
-/// >= 0, so the bits order as the values, and a NaN ranks highest as in torch.topk); 0 = none.
-__device__ unsigned int rank_key(float v) { return v >= 0.f || v != v ? __float_as_uint(v) + 1u : 0u; }
+/// Largest-probability key of a lane's candidate: the probability word of the template's rank
+/// key (the float's bits plus one; 0 = none).
+__device__ unsigned int rank_key(float v) { return static_cast<unsigned int>(kwiki_moe_gating::rank_key(v, 0) >> 32); }
 
 /// Candidate router: W = 4 consecutive experts a lane per slot, NV slots (E <= NV * 32 * 4,
 /// E a multiple of 4, rows 16-byte aligned), a resident grid of warps striding over tokens.
