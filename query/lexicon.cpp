@@ -97,6 +97,12 @@ Lexicon::Lexicon(std::span<const LexPhrase> phrases, std::size_t longest_phrase,
     shape_ = compile(patterns.at("shape"));
     mnemonic_ = compile(patterns.at("mnemonic"));
     not_recorded_procedure_ = doc.at("not_recorded_procedure");
+    for (const auto& f : doc.at("hardware_fields")) {
+      HardwareUse use{f.at("field"), f.value("serves", std::vector<std::string>{}), {}};
+      if (f.contains("serves_by_dtype"))
+        for (const auto& [dtype, tags] : f.at("serves_by_dtype").items()) use.serves_by_dtype[dtype] = tags.get<std::vector<std::string>>();
+      hardware_uses_.push_back(std::move(use));
+    }
     for (const auto& [vendor, prefixes] : doc.at("mnemonic_vendors").items())
       for (const auto& prefix : prefixes) mnemonic_vendors_.emplace_back(prefix.get<std::string>(), vendor);
   } catch (const nlohmann::json::exception& e) {
@@ -140,6 +146,25 @@ std::string Lexicon::nearest_word(const std::string& word) const {
 std::string Lexicon::vendor_of_mnemonic(const std::string& mnemonic) const {
   for (const auto& [prefix, vendor] : mnemonic_vendors_)
     if (mnemonic.rfind(prefix, 0) == 0) return vendor;
+  return {};
+}
+
+std::vector<std::string> Lexicon::hardware_serves(const std::string& field) const {
+  static constexpr std::string_view kDtype = "{dtype}";
+  for (const auto& use : hardware_uses_) {
+    const auto pos = use.field.find(kDtype);
+    if (pos == std::string::npos) {
+      if (use.field == field) return use.serves;
+      continue;
+    }
+    const std::string_view head = std::string_view(use.field).substr(0, pos), tail = std::string_view(use.field).substr(pos + kDtype.size());
+    if (field.size() <= head.size() + tail.size() || !field.starts_with(head) || !field.ends_with(tail)) continue;
+    const std::string dtype = field.substr(head.size(), field.size() - head.size() - tail.size());
+    if (dtype.find('.') != std::string::npos) continue;
+    std::vector<std::string> out = use.serves;
+    if (auto it = use.serves_by_dtype.find(dtype); it != use.serves_by_dtype.end()) out.insert(out.end(), it->second.begin(), it->second.end());
+    return out;
+  }
   return {};
 }
 

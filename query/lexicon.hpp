@@ -95,6 +95,9 @@ class Lexicon {
   /// Vendor whose ISA a mnemonic belongs to (v_mfma -> amd, wgmma -> nvidia), or "".
   std::string vendor_of_mnemonic(const std::string& mnemonic) const;
   const std::string& not_recorded_procedure() const { return not_recorded_procedure_; }
+  /// Technique tags of the records a hardware field's number is used by (sm_count ->
+  /// wave-quantization): its "serves", plus "serves_by_dtype" for a peak's dtype.
+  std::vector<std::string> hardware_serves(const std::string& field) const;
 
  private:
   std::span<const LexPhrase> phrases_;
@@ -108,6 +111,12 @@ class Lexicon {
   std::unique_ptr<LazyRegex> nvidia_target_, amd_target_, shape_, mnemonic_;
   std::string not_recorded_procedure_;
   std::vector<std::pair<std::string, std::string>> mnemonic_vendors_;  // (prefix, vendor)
+  struct HardwareUse {
+    std::string field;  ///< may hold "{dtype}" for one dot-free segment
+    std::vector<std::string> serves;
+    std::unordered_map<std::string, std::vector<std::string>> serves_by_dtype;
+  };
+  std::vector<HardwareUse> hardware_uses_;
 };
 
 const char* lex_kind_name(LexKind kind);

@@ -86,13 +86,15 @@ int main(int argc, char** argv) {
     }
     for (const auto& [intent, names] : doc.at("intents").items())
       for (const auto& n : names) add(n, kIntent, intent);
-    for (const auto& f : doc.at("hardware_fields"))
+    for (auto& f : doc.at("hardware_fields")) {
       for (const auto& n : f.at("names")) add(n, kHardwareField, f.at("field"));
+      f.erase("names");  // the field and what it serves stay for the loader
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: malformed lexicon: %s\n", argv[1], e.what());
     return 1;
   }
-  for (const char* key : {"vendors", "frameworks", "dtypes", "symptoms", "intents", "hardware_fields", "about"}) doc.erase(key);
+  for (const char* key : {"vendors", "frameworks", "dtypes", "symptoms", "intents", "about"}) doc.erase(key);
 
   std::ofstream out(std::string(argv[2]) + ".tmp");
   out << "// Generated from " << argv[1] << " by kwiki_lexicon_compiler; do not edit.\n"

@@ -90,6 +90,9 @@ constexpr double kSharedTagCap = 3.0;      ///< at most this much idf weight cou
 constexpr std::size_t kLinkedPlace = 7;   ///< 1-based rank a linked record is lifted to
 constexpr std::size_t kLinkedPlaces = 2;  ///< at most this many are lifted
 
+// A pure hardware request: a record tagged with what the requested numbers serve (lexicon).
+constexpr double kHardwareUseBonus = 0.25;
+
 // A link names a record id; a private record's key carries the store prefix.
 std::string_view id_of(std::string_view key) {
   const std::string_view prefix = kInternalPrefix;
@@ -282,6 +285,14 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     // matches are ranked from each hit's labels, not searched again.
     auto within = [&](const Xapian::Query& q) { return Xapian::Query(Xapian::Query::OP_FILTER, scope, q); };
     if (has_op) plan.push_back({"operator", within(any_of(term::kOperator, named_ops))});
+    // A request for hardware numbers alone: the records that use those numbers (sm_count ->
+    // wave quantization; the lexicon's "serves") are candidates, whatever their words.
+    std::vector<std::string> hardware_uses;
+    if (!has_op && !has_sym && !measured_symptom)
+      for (const auto& f : intent.hardware_fields)
+        for (const auto& t : lex.hardware_serves(f))
+          if (std::find(hardware_uses.begin(), hardware_uses.end(), t) == hardware_uses.end()) hardware_uses.push_back(t);
+    if (!hardware_uses.empty()) plan.push_back({"hardware use", within(any_of(term::kTag, hardware_uses)), false, true});
     plan.push_back({"scope", scope});
     const bool widen_arch = !vendor.empty() && (!arch.empty() || !intent.unresolved_arch.empty());
 
@@ -391,6 +402,10 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
           }
         }
         if (type_serves(h.type, intent.intents)) bonus("intent_type", 0.20);
+        if (overlaps(h.tags, hardware_uses)) {
+          bonus("hardware_use", kHardwareUseBonus);
+          c.why.push_back("uses the requested hardware numbers");
+        }
         if (!intent.products.empty() && overlaps(h.products, intent.products)) {
           bonus("product", 0.10);
           c.why.push_back("product " + intent.products.front());
