@@ -530,7 +530,7 @@ BaselineResult run_baseline(const BaselineRequest& request) {
   } else {
     report += "Not run: " + result.not_measured_because + ".\n";
   }
-  report += "\n## Performance\n\nTimed with device events around the kernel alone, L2 flushed between repetitions, median of the repetitions (harness v1).\n"
+  report += "\n## Performance\n\nTimed with device events around the kernel alone, the L2 evicted before each repetition by reading a buffer of at least twice its size, median of the repetitions (harness v1).\n"
             "Peaks: bandwidth " + (bw > 0 ? fmt(bw) + " TB/s <- " + bw_cite : std::string("not recorded")) + "; matrix " +
             (mpeak > 0 ? fmt(mpeak) + " TFLOPS <- " + mpeak_cite : std::string("not recorded")) + "; vector " +
             (vpeak > 0 ? fmt(vpeak) + " TFLOPS <- " + vpeak_cite : std::string("not recorded")) +
