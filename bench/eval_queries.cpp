@@ -230,7 +230,11 @@ int main(int argc, char** argv) {
         found = true;
         (h["value"] == fact["value"] ? facts_right : facts_wrong)++;
       }
-      if (!found) ++facts_missing;
+      if (!found) {
+        ++facts_missing;
+        if (verbose)
+          std::printf("%s fact missing: %s %s\n", q.id.c_str(), fact["product"].get<std::string>().c_str(), fact["field"].get<std::string>().c_str());
+      }
     }
     // None invented: every served fact must equal its spec sheet's stored value.
     for (const auto& h : answer.value("hardware", json::array())) {
