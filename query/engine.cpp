@@ -165,6 +165,7 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
   if (wants_hw && intent.products.empty())
     answer.notes.push_back("hardware facts are per product: name one (e.g. H200, MI300X) for exact numbers");
   const std::vector<std::string> recorded = wants_hw ? detail::recorded_products(impl_->statements) : std::vector<std::string>{};
+  std::vector<std::pair<Record, std::string>> bases;  // (named derivative's sheet, its base product)
   for (const auto& product : wants_hw ? intent.products : std::vector<std::string>{}) {
     const std::string key = detail::spec_sheet_key(impl_->statements, product);
     if (key.empty()) {
@@ -174,6 +175,7 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
     }
     if (used.insert(key).second) answer.records.push_back(impl_->record_entry(key, "exact", {"product " + product}));
     const Record& sheet = answer.records.back().record;
+    if (std::string base = detail::base_product(sheet); !base.empty()) bases.emplace_back(sheet, std::move(base));
     for (const auto& field : intent.hardware_fields) {
       if (field == "spec") continue;
       auto found = detail::lookup_fields(impl_->store, sheet, field);
@@ -190,6 +192,24 @@ QueryResult QueryEngine::query(const std::string& text, const QueryOptions& opti
       used.insert(ceiling);
       answer.records.push_back(std::move(entry));
     }
+  }
+
+  // A derivative's base product (same silicon) follows the named sheets, labelled as its base:
+  // people porting from or comparing with it want both sheets. Its numbers never enter "hardware".
+  for (const auto& [derivative, base] : bases) {
+    const std::string key = detail::spec_sheet_key(impl_->statements, base);
+    if (key.empty()) continue;
+    const std::string why = "base product of " + derivative.product;
+    const auto named = std::find_if(answer.records.begin(), answer.records.end(), [&](const AnswerRecord& a) { return a.record.key == key; });
+    if (named != answer.records.end()) {
+      named->why.push_back(why);
+      continue;
+    }
+    AnswerRecord entry = impl_->record_entry(key, "exact", {why});
+    if (entry.record.vendor != derivative.vendor) continue;  // records never cross vendors
+    if (entry.record.arch != derivative.arch) entry.match_arch = "other-architecture";
+    used.insert(key);
+    answer.records.push_back(std::move(entry));
   }
 
   // Kernel knowledge, ranked inside the architecture boundary.

@@ -59,6 +59,15 @@ std::string spec_sheet_key(StatementCache& db, const std::string& product) {
   return {};
 }
 
+std::string base_product(const Record& sheet) {
+  try {
+    const auto base = nlohmann::json::parse(sheet.payload).at("identity").value("derived_from", nlohmann::json());
+    return base.is_string() ? base.get<std::string>() : std::string();
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
 std::vector<std::string> recorded_products(StatementCache& db) {
   Statement& s = db.get("SELECT DISTINCT target FROM aliases WHERE kind='product' ORDER BY target");
   std::vector<std::string> out;

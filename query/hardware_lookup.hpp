@@ -26,6 +26,9 @@ ProductResolution resolve_product(StatementCache& db, const Lexicon& lexicon, co
 /// Spec-sheet record key of a canonical product slug, or "".
 std::string spec_sheet_key(StatementCache& db, const std::string& product);
 
+/// The product a spec sheet derives from (identity.derived_from: same silicon), or "".
+std::string base_product(const Record& sheet);
+
 /// Canonical slugs of every recorded product, sorted.
 std::vector<std::string> recorded_products(StatementCache& db);
 

@@ -138,6 +138,19 @@ TEST_P(Golden, Case) {
     }
     EXPECT_TRUE(found) << "no hardware answer for " << fact;
   }
+  const json why_wanted = c.value("why_contains", json::object());  // named: items() must not outlive it
+  for (const auto& [id, want] : why_wanted.items()) {
+    std::string why;
+    if (answer["records"].contains(id))
+      for (const auto& w : answer["records"][id]["match"]["why"]) why += w.get<std::string>() + "\n";
+    EXPECT_NE(why.find(want.get<std::string>()), std::string::npos) << id << " why lacks " << want << ":\n" << why;
+  }
+  // Facts in "hardware" belong only to the products listed (a base product's sheet adds none).
+  if (c.contains("hardware_products")) {
+    const auto& allowed = c["hardware_products"];
+    for (const auto& h : answer.value("hardware", json::array()))
+      EXPECT_NE(std::find(allowed.begin(), allowed.end(), h["product"]), allowed.end()) << h["product"] << " " << h["field"];
+  }
   for (const auto& field : c.value("hardware_fields_present", json::array())) {
     bool found = false;
     for (const auto& h : answer.value("hardware", json::array())) found = found || h["field"] == field;

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "kwiki/error.hpp"
@@ -159,6 +162,40 @@ TEST(RecordBuilder, WrongTypeIsASchemaViolation) {
   const Error e = refusal(doc.dump(1), hardware_at(kSheet));
   EXPECT_EQ(e.code(), ErrorCode::kSchemaViolation);
   EXPECT_EQ(e.pointer(), "/facts/memory/capacity_gb");
+}
+
+TEST(RecordBuilder, DerivedFromIsAProductSlug) {
+  auto doc = ordered_json::parse(fixture(kSheet));
+  doc["identity"]["derived_from"] = "fixture-base";
+  std::vector<Diagnostic> warnings;
+  EXPECT_NO_THROW(build_record(validator(), doc.dump(1), hardware_at(kSheet), warnings));
+  doc["identity"]["derived_from"] = "Fixture Base";
+  const Error e = refusal(doc.dump(1), hardware_at(kSheet));
+  EXPECT_EQ(e.code(), ErrorCode::kSchemaViolation);
+  EXPECT_EQ(e.pointer(), "/identity/derived_from");
+}
+
+// Every derived_from in the bundled wiki names a recorded spec sheet of the same vendor.
+TEST(RecordBuilder, BundledDerivedFromNamesARecordedSheet) {
+  const std::string root = test::bundled_wiki() + "/hardware_wiki/records/spec-sheet";
+  std::map<std::string, std::string> vendor_of;  // product -> vendor
+  std::vector<std::pair<std::string, ordered_json>> sheets;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (e.path().extension() != ".json") continue;
+    auto doc = ordered_json::parse(test::read_text(e.path().string()));
+    vendor_of[doc["identity"]["product"]] = doc["identity"]["vendor"];
+    sheets.emplace_back(e.path().string(), std::move(doc));
+  }
+  int derived = 0;
+  for (const auto& [path, doc] : sheets) {
+    const auto& base = doc["identity"].value("derived_from", ordered_json());
+    if (base.is_null()) continue;
+    ++derived;
+    ASSERT_TRUE(vendor_of.count(base)) << path << " derives from unrecorded " << base;
+    EXPECT_EQ(vendor_of[base], doc["identity"]["vendor"]) << path;
+    EXPECT_NE(base, doc["identity"]["product"]) << path;
+  }
+  EXPECT_GT(derived, 0);
 }
 
 TEST(RecordBuilder, UnknownSchemaIsRefused) {
