@@ -22,11 +22,15 @@ void push_unique(std::vector<std::string>& list, const std::string& value) {
   if (!value.empty() && std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
 }
 
-// Sets vendor/arch from an architecture family, keeping the first one mentioned.
+// Sets vendor/arch from the first architecture mentioned; a later one of the same vendor (a
+// comparison, a port) joins the exact scope; one of another vendor never does.
 void set_arch(Intent& intent, const Lexicon& lex, const std::string& arch) {
-  if (!intent.arch.empty()) return;
-  intent.arch = arch;
-  if (intent.vendor.empty()) intent.vendor = lex.vendor_of_arch(arch);
+  if (intent.arch.empty()) {
+    intent.arch = arch;
+    if (intent.vendor.empty()) intent.vendor = lex.vendor_of_arch(arch);
+  } else if (arch != intent.arch && lex.vendor_of_arch(arch) == lex.vendor_of_arch(intent.arch)) {
+    push_unique(intent.also_arches, arch);
+  }
 }
 
 void apply_entry(Intent& intent, const Lexicon& lex, const LexEntry& entry) {
@@ -130,6 +134,13 @@ void extract_measured(Intent& intent, const Lexicon& lex, const std::string& low
 
 }  // namespace
 
+std::vector<std::string> Intent::exact_arches() const {
+  std::vector<std::string> out;
+  if (!arch.empty()) out.push_back(arch);
+  out.insert(out.end(), also_arches.begin(), also_arches.end());
+  return out;
+}
+
 bool Intent::hardware_only() const {
   return wants_hardware() && operators.empty() && symptoms.empty() && dsls.empty() && mnemonics.empty() &&
          std::none_of(intents.begin(), intents.end(), [](const std::string& i) { return i != "documentation"; });
@@ -140,6 +151,7 @@ nlohmann::ordered_json Intent::to_json() const {
   j["products"] = products;
   j["vendor"] = vendor.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(vendor);
   j["architecture"] = arch.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(arch);
+  if (!also_arches.empty()) j["also_architectures"] = also_arches;
   j["target"] = target.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(target);
   if (!unresolved_arch.empty()) j["unresolved_architecture"] = unresolved_arch;
   j["dsl"] = dsls;
@@ -231,14 +243,20 @@ Intent extract_intent(std::string_view request) {
   if (vendors.size() > 1) {
     intent.vendor.clear();
     intent.arch.clear();
+    intent.also_arches.clear();
     intent.notes.push_back("products of two vendors named; records of both are eligible");
   }
-  if (!intent.arch.empty() && !lex.arch_recorded(intent.arch)) {
-    // Known, but kwiki holds no records for it: keep the vendor boundary, never the neighbour's.
-    intent.unresolved_arch = intent.arch;
-    intent.arch.clear();
-  }
-  if (!intent.unresolved_arch.empty() && intent.arch.empty())
+  // An architecture known but holding no records in kwiki leaves the exact scope: the vendor
+  // boundary stays, never the neighbour's records.
+  std::vector<std::string> named = intent.exact_arches();
+  const auto unrecorded = [&](const std::string& a) { return !lex.arch_recorded(a); };
+  const auto first_unrecorded = std::find_if(named.begin(), named.end(), unrecorded);
+  const bool dropped = first_unrecorded != named.end();
+  if (dropped) intent.unresolved_arch = *first_unrecorded;
+  std::erase_if(named, unrecorded);
+  intent.arch = named.empty() ? std::string() : named.front();
+  intent.also_arches.assign(named.begin() + (named.empty() ? 0 : 1), named.end());
+  if (!intent.unresolved_arch.empty() && (intent.arch.empty() || dropped))
     intent.notes.push_back("architecture " + intent.unresolved_arch + " has no records in kwiki; kept the " +
                            (intent.vendor.empty() ? std::string("vendor") : intent.vendor) + " boundary");
   return intent;

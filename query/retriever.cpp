@@ -75,6 +75,13 @@ Xapian::Query any_of(const char* prefix, const std::vector<std::string>& values)
 }
 
 
+// "a", "a and b", "a, b and c": a list as a note reads it.
+std::string join_and(const std::vector<std::string>& items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  return out;
+}
+
 // A fresh match-everything query. Not Xapian::Query::MatchAll: copies of that shared static
 // bump a non-atomic reference count, a data race when engines run on several threads.
 Xapian::Query match_all() { return Xapian::Query(std::string()); }
@@ -240,6 +247,8 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
                                    Xapian::Query(std::string(term::kType) + "measured-ceiling"));
     std::string vendor = intent.vendor;
     const std::string arch = intent.arch;
+    const std::vector<std::string> arches = intent.exact_arches();  // every one named is exact scope
+    auto is_exact = [&](const std::string& a) { return std::find(arches.begin(), arches.end(), a) != arches.end(); };
     Xapian::Query vendor_filter = match_all();
     if (!vendor.empty())
       vendor_filter = Xapian::Query(Xapian::Query::OP_OR, Xapian::Query(std::string(term::kVendor) + vendor),
@@ -248,7 +257,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     Xapian::Query scope = vendor_filter;
     if (!arch.empty()) {
       scope = Xapian::Query(Xapian::Query::OP_FILTER, vendor_filter,
-                            Xapian::Query(Xapian::Query::OP_OR, Xapian::Query(std::string(term::kArch) + arch), neutral));
+                            Xapian::Query(Xapian::Query::OP_OR, any_of(term::kArch, arches), neutral));
     } else if (!vendor.empty() && !intent.unresolved_arch.empty()) {
       // An architecture kwiki cannot resolve: the vendor's neutral records first; its other
       // architectures only as the labelled last step.
@@ -298,7 +307,8 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
 
     std::string scope_note = "scope: ";
     if (vendor.empty()) scope_note += "no vendor or architecture named; all records eligible";
-    else if (!arch.empty()) scope_note += "vendor " + vendor + ", architecture " + arch + " (exact, then architecture-neutral)";
+    else if (!arch.empty())
+      scope_note += "vendor " + vendor + (arches.size() > 1 ? ", architectures " : ", architecture ") + join_and(arches) + " (exact, then architecture-neutral)";
     else if (!intent.unresolved_arch.empty()) scope_note += "vendor " + vendor + " (architecture-neutral; architecture not resolved)";
     else scope_note += "vendor " + vendor + " (no architecture named: all " + vendor + " architectures)";
     notes.push_back(scope_note);
@@ -327,7 +337,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         const Xapian::Document doc = it.get_document();
         Hit h;
         h.data = decode(doc.get_value(term::kSlotHit));
-        if (stage.other_architecture && (h.data.arch == arch || h.data.arch == "generic")) continue;
+        if (stage.other_architecture && (is_exact(h.data.arch) || h.data.arch == "generic")) continue;
         if (!seen.insert(h.data.key).second) continue;
         seen_docs.insert(*it);
         h.weight = it.get_weight();
@@ -365,10 +375,10 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
           score += value;
           if (explain) parts[name] = value;
         };
-        if (!arch.empty() && h.arch == arch) {
+        if (is_exact(h.arch)) {
           c.match_arch = "exact";
           bonus("arch_exact", 0.15);
-          c.why.push_back("architecture " + arch);
+          c.why.push_back("architecture " + h.arch);
         } else if (h.arch == "generic") {
           c.match_arch = "architecture-neutral";
         } else if (other_architecture) {

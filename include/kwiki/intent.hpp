@@ -20,7 +20,8 @@ struct MeasuredSymptom {
 struct Intent {
   std::vector<std::string> products;   ///< product slugs (h200-sxm)
   std::string vendor;                  ///< nvidia | amd | "" (unknown)
-  std::string arch;                    ///< hopper, cdna3, ... or ""
+  std::string arch;                    ///< hopper, cdna3, ... or "" (the first one named)
+  std::vector<std::string> also_arches; ///< further architectures of the same vendor named (a comparison, a port)
   std::string target;                  ///< sm_90a, gfx942:sramecc+:xnack-, ... or ""
   std::string unresolved_arch;         ///< an architecture named but not known to kwiki
   std::vector<std::string> dsls;       ///< cuda, hip, cutedsl, triton, ...
@@ -35,6 +36,8 @@ struct Intent {
   std::vector<std::string> free_terms; ///< remaining content words, for full-text search
   std::vector<std::string> notes;      ///< what extraction wants the caller to know
 
+  /// The user's exact architecture scope: arch, then also_arches (empty when none).
+  std::vector<std::string> exact_arches() const;
   /// True when the request asks for hardware facts.
   bool wants_hardware() const { return !hardware_fields.empty(); }
   /// True when nothing but hardware facts was asked.

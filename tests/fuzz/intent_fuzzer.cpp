@@ -25,6 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // Prose requests: any bytes are a request.
   const kwiki::Intent intent = kwiki::extract_intent(input);
+  check(intent.also_arches.empty() || !intent.arch.empty());  // a second architecture only beside a first
   const std::string intent_json = kwiki::json_text(intent.to_json());
   check(nlohmann::json::accept(intent_json));
   kwiki::detail::tokenize(input);
