@@ -176,7 +176,10 @@ int main(int argc, char** argv) {
   for (std::string line; std::getline(in, line);) {
     if (line.empty()) continue;
     const json j = json::parse(line);
-    EvalQuery q{j["id"], j["query"], j.value("category", "")};
+    EvalQuery q;
+    q.id = j["id"];
+    q.text = j["query"];
+    q.category = j.value("category", "");
     for (const auto& [id, g] : j["relevant"].items()) q.relevant[id] = g.get<int>();
     q.hardware_facts = j.value("hardware_facts", json::array());
     // Held-out halves: by the parity of the query id's number (q001 odd, q002 even).
