@@ -236,7 +236,8 @@ Intent extract_intent(std::string_view request) {
     for (const auto& m : intent.mnemonics)
       if (intent.vendor.empty()) intent.vendor = lex.vendor_of_mnemonic(m);
   if (intent.intents.empty() && !intent.symptoms.empty()) intent.intents.push_back("diagnosis");
-  // Two vendors named (porting, comparing): both scopes are searched, none is a boundary.
+  // Products of two vendors named (porting, comparing): no vendor boundary; the named products'
+  // architectures are the exact scope, in the order named.
   std::set<std::string> vendors;
   for (const auto& p : intent.products)
     if (const auto* kp = lex.product(p)) vendors.insert(kp->vendor);
@@ -244,6 +245,12 @@ Intent extract_intent(std::string_view request) {
     intent.vendor.clear();
     intent.arch.clear();
     intent.also_arches.clear();
+    for (const auto& p : intent.products) {
+      const auto* kp = lex.product(p);
+      if (kp == nullptr || kp->arch.empty()) continue;
+      if (intent.arch.empty()) intent.arch = kp->arch;
+      else if (kp->arch != intent.arch) push_unique(intent.also_arches, kp->arch);
+    }
     intent.notes.push_back("products of two vendors named; records of both are eligible");
   }
   // An architecture known but holding no records in kwiki leaves the exact scope: the vendor

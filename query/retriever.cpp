@@ -306,7 +306,9 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     const bool widen_arch = !vendor.empty() && (!arch.empty() || !intent.unresolved_arch.empty());
 
     std::string scope_note = "scope: ";
-    if (vendor.empty()) scope_note += "no vendor or architecture named; all records eligible";
+    if (vendor.empty() && arch.empty()) scope_note += "no vendor or architecture named; all records eligible";
+    else if (vendor.empty())
+      scope_note += "architectures " + join_and(arches) + " of the products named (exact, then architecture-neutral)";
     else if (!arch.empty())
       scope_note += "vendor " + vendor + (arches.size() > 1 ? ", architectures " : ", architecture ") + join_and(arches) + " (exact, then architecture-neutral)";
     else if (!intent.unresolved_arch.empty()) scope_note += "vendor " + vendor + " (architecture-neutral; architecture not resolved)";

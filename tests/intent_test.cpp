@@ -48,11 +48,11 @@ TEST(IntentArch, SameArchitectureTwiceIsOne) {
   EXPECT_TRUE(i.also_arches.empty());
 }
 
-TEST(IntentArch, ProductsOfTwoVendorsKeepNoArchitecture) {
+TEST(IntentArch, ProductsOfTwoVendorsScopeTheirArchitectures) {
   const Intent i = extract_intent("moved my gemm from H100 to MI300X");
   EXPECT_TRUE(i.vendor.empty());
-  EXPECT_TRUE(i.arch.empty());
-  EXPECT_TRUE(i.also_arches.empty());
+  EXPECT_EQ(i.arch, "hopper");
+  EXPECT_EQ(i.also_arches, std::vector<std::string>{"cdna3"});
   ASSERT_FALSE(i.notes.empty());
   EXPECT_NE(i.notes.front().find("two vendors"), std::string::npos);
 }
