@@ -124,8 +124,6 @@ KWIKI_DEVICE void quant_store(unsigned char* __restrict__ q, const float (&f)[W]
   *reinterpret_cast<kwiki::Bytes<W>*>(q) = b;
 }
 
-/// Row kept in registers: VPT accesses of W elements per thread (H a multiple of W); the next
-/// row's slice is loaded while this one is reduced and written.
 /// Registers a thread of the register-row kernel may use on CUDA, by 16-byte accesses a thread
 /// (this row's and the next row's, 4 registers each): 48 at four (eight blocks of 160 threads a
 /// multiprocessor instead of six at 58 registers: 16384 x 5120 bf16 on the H200 75.3 -> 72.2 us,
@@ -133,6 +131,9 @@ KWIKI_DEVICE void quant_store(unsigned char* __restrict__ q, const float (&f)[W]
 /// 32 at one or two (what ptxas chose for them under a 1024-thread launch bound: 28-32).
 constexpr int max_registers(int VPT) { return VPT >= 8 ? 128 : VPT == 4 ? 48 : 32; }
 
+/// Row kept in registers: VPT accesses of W elements per thread (H a multiple of W). Launched one
+/// block a row; past kMaxGrid rows a block strides and loads its next row's slice while this one
+/// is reduced and written.
 template <typename T, int W, int VPT, bool kWarpRow, bool kClamp>
 #if KWIKI_PLATFORM_CUDA && (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
 KWIKI_GLOBAL void __maxnreg__(max_registers(VPT))  // __maxnreg__: CUDA 12.4 and later

@@ -85,9 +85,15 @@ KWIKI_DEVICE void order_pair(unsigned long long& a, unsigned long long& b) {
 /// probability), and only the winning lane shifts its list. About 17 instructions a round where
 /// a scan of the lane's experts and a five-step shuffle argmax take about 65 (ncu on the H200: 741
 /// warp instructions a token for 128 experts, top 8, at 0.70 issued a scheduler cycle).
-template <int L>
-KWIKI_DEVICE void top_k_sorted(unsigned long long (&key)[L], int lane, int k, float& my_w, int& my_id, float& wsum) {
+template <int W, int NV>
+KWIKI_DEVICE void top_k_sorted(const float (&p)[NV][W], int lane, int k, float& my_w, int& my_id, float& wsum) {
+  constexpr int L = NV * W;
   static_assert(L >= 1 && L <= 4, "at most 4 experts a lane");
+  unsigned long long key[L];
+#pragma unroll
+  for (int i = 0; i < NV; ++i)
+#pragma unroll
+    for (int c = 0; c < W; ++c) key[i * W + c] = rank_key(p[i][c], (lane + i * KWIKI_WARP_SIZE) * W + c);
   if constexpr (L >= 2) order_pair(key[0], key[1]);
   if constexpr (L == 3) {
     order_pair(key[1], key[2]);
@@ -118,6 +124,63 @@ KWIKI_DEVICE void top_k_sorted(unsigned long long (&key)[L], int lane, int k, fl
   }
 }
 #endif
+
+/// Top-k by k rounds of a warp argmax: each lane's best (prob, id) among its unselected experts,
+/// then a shuffle butterfly that keeps the larger prob and, on equal probs, the lower id; the
+/// winner is removed and lane `round` keeps it. Any layout, any platform.
+template <int W, int NV>
+KWIKI_DEVICE void top_k_scan(float (&p)[NV][W], int lane, int k, float& my_w, int& my_id, float& wsum) {
+  for (int round = 0; round < k; ++round) {
+    // This lane's best, walked in increasing id order: strict '>' keeps the lower id on ties.
+    float bv = -INFINITY;
+    int bi = INT_MAX;
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+#pragma unroll
+      for (int c = 0; c < W; ++c) {
+        if (p[i][c] > bv) {
+          bv = p[i][c];
+          bi = (lane + i * KWIKI_WARP_SIZE) * W + c;
+        }
+      }
+    }
+    // Warp argmax; `better` is a strict total order on (value, id), so every lane ends
+    // with the same winner.
+#pragma unroll
+    for (int offset = KWIKI_WARP_SIZE / 2; offset > 0; offset >>= 1) {
+      const float ov = kwiki_shfl_xor(bv, offset);
+      const int oi = kwiki_shfl_xor(bi, offset);
+      if (better(ov, oi, bv, bi)) {
+        bv = ov;
+        bi = oi;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+#pragma unroll
+      for (int c = 0; c < W; ++c)
+        if ((lane + i * KWIKI_WARP_SIZE) * W + c == bi) p[i][c] = -INFINITY;
+    }
+    if (lane == round) {
+      my_w = bv;
+      my_id = bi;
+    }
+    wsum += bv;
+  }
+}
+
+/// The token's top-k into lane `round`'s (my_w, my_id) and their sum: sorted heads on CUDA
+/// when a lane holds at most 4 experts, else the scan.
+template <int W, int NV>
+KWIKI_DEVICE void top_k(float (&p)[NV][W], int lane, int k, float& my_w, int& my_id, float& wsum) {
+#if KWIKI_PLATFORM_CUDA
+  if constexpr (NV * W <= 4) {
+    top_k_sorted<W, NV>(p, lane, k, my_w, my_id, wsum);
+    return;
+  }
+#endif
+  top_k_scan<W, NV>(p, lane, k, my_w, my_id, wsum);
+}
 
 /// One warp per token. Each lane holds NV slots of W consecutive experts: slot i of lane l
 /// holds experts (l + i * warp) * W + c, c < W (one 16-byte load per slot when W = 4), so a
@@ -154,53 +217,7 @@ moe_gating_kernel(const float* __restrict__ gating, float* __restrict__ topk_wei
     float my_w = 0.f;
     int my_id = 0;
     float wsum = 0.f;
-#if KWIKI_PLATFORM_CUDA
-    if constexpr (NV * W <= 4) {
-      unsigned long long key[NV * W];
-#pragma unroll
-      for (int i = 0; i < NV; ++i)
-#pragma unroll
-        for (int c = 0; c < W; ++c) key[i * W + c] = rank_key(p[i][c], (lane + i * KWIKI_WARP_SIZE) * W + c);
-      top_k_sorted<NV * W>(key, lane, k, my_w, my_id, wsum);
-    } else
-#endif
-    for (int round = 0; round < k; ++round) {
-      // This lane's best, walked in increasing id order: strict '>' keeps the lower id on ties.
-      float bv = -INFINITY;
-      int bi = INT_MAX;
-#pragma unroll
-      for (int i = 0; i < NV; ++i) {
-#pragma unroll
-        for (int c = 0; c < W; ++c) {
-          if (p[i][c] > bv) {
-            bv = p[i][c];
-            bi = (lane + i * KWIKI_WARP_SIZE) * W + c;
-          }
-        }
-      }
-      // Warp argmax; `better` is a strict total order on (value, id), so every lane ends
-      // with the same winner.
-#pragma unroll
-      for (int offset = KWIKI_WARP_SIZE / 2; offset > 0; offset >>= 1) {
-        const float ov = kwiki_shfl_xor(bv, offset);
-        const int oi = kwiki_shfl_xor(bi, offset);
-        if (better(ov, oi, bv, bi)) {
-          bv = ov;
-          bi = oi;
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < NV; ++i) {
-#pragma unroll
-        for (int c = 0; c < W; ++c)
-          if ((lane + i * KWIKI_WARP_SIZE) * W + c == bi) p[i][c] = -INFINITY;
-      }
-      if (lane == round) {
-        my_w = bv;
-        my_id = bi;
-      }
-      wsum += bv;
-    }
+    top_k<W, NV>(p, lane, k, my_w, my_id, wsum);
     if (lane < k) {
       topk_weights[t * k + lane] = renormalize ? my_w / wsum : my_w;
       topk_ids[t * k + lane] = my_id;
