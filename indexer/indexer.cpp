@@ -248,6 +248,10 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
   std::vector<Diagnostic> errors;
   std::vector<Diagnostic> warnings;
   std::unordered_map<std::string, std::string> key_to_path;
+  struct Link {
+    std::string file, id;
+  };
+  std::vector<Link> links;  // checked once every record is read
   key_to_path.reserve(files.size());
   // Workers read, validate and tokenize records ahead of this thread, which adds them to the
   // store in file order (so docids, and everything ranked by them, are deterministic). They
@@ -273,6 +277,7 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
           if (writer) writer->add_warning(w);
           warnings.push_back(std::move(w));
         }
+        for (const auto& link : built.record.links) links.push_back({file.path, link});
         if (writer && errors.empty()) writer->add(built.record, std::move(*result.document), built.facts);
         ++report.by_store[built.record.store];
         ++report.records;
@@ -283,6 +288,13 @@ IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* di
       }
     }
     pipeline.stop();
+    // A link names an id some record has (public, or private with its prefix).
+    for (const auto& l : links) {
+      if (key_to_path.contains(l.id) || key_to_path.contains(std::string(kInternalPrefix) + l.id)) continue;
+      Diagnostic w{l.file, "", "links to \"" + l.id + "\", which no record has; fix the id or drop the link"};
+      if (writer) writer->add_warning(w);
+      warnings.push_back(std::move(w));
+    }
     if (options.strict && errors.empty()) {
       for (const auto& w : warnings) {
         Diagnostic d = w;

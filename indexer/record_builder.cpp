@@ -250,6 +250,14 @@ void extract_hardware(const json& doc, const RecordLocation& where, BuiltRecord&
   r.title_text = string_or_empty(facts, "summary") + "\n" + string_or_empty(facts, "what") + "\n" + r.product + "\n" +
                  string_or_empty(identity, "mnemonic") + "\n" + string_or_empty(identity, "feature") + "\n";
   for (const auto& alias : r.aliases) r.title_text += alias + "\n";
+  // kwiki's retrieval block: the situations that need this fact read like a title; its links
+  // name the techniques that use it.
+  if (auto retrieval = doc.find("retrieval"); retrieval != doc.end() && retrieval->is_object()) {
+    if (auto t = retrieval->find("triggers"); t != retrieval->end())
+      for (const auto& v : *t) r.title_text += v.get<std::string>() + "\n";
+    if (auto l = retrieval->find("see_also"); l != retrieval->end())
+      for (const auto& v : *l) push_unique(r.links, v.get<std::string>());
+  }
   collect_text(facts, r.body_text);
 
   if (r.type == "spec-sheet") {

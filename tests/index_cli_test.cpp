@@ -154,6 +154,28 @@ TEST_F(IndexedCorpus, SchemaViolationIsRefusedWithPointer) {
   EXPECT_EQ(json::parse(r.out)["error"]["pointer"], "/facts");
 }
 
+TEST_F(IndexedCorpus, DanglingLinkIsAWarningAndStrictRefusesIt) {
+  auto doc = json::parse(read_text(wiki() + "/" + kCardRel));
+  doc["retrieval"]["links"] = {{"see_also", {"generic.generic.any.nothing.no-such-card"}}};
+  write_text(wiki() + "/" + kCardRel, doc.dump(1));
+  const RunResult lenient = run_kwiki({"index", "--check", "--wiki", wiki(), "--warnings"});
+  EXPECT_EQ(lenient.exit_code, 0) << lenient.err;
+  EXPECT_NE(lenient.err.find("links to \"generic.generic.any.nothing.no-such-card\""), std::string::npos) << lenient.err;
+  const RunResult strict = run_kwiki({"index", "--check", "--strict", "--wiki", wiki()});
+  EXPECT_NE(strict.exit_code, 0) << strict.out;
+}
+
+TEST_F(IndexedCorpus, HardwareRecordTriggersAndLinksAreIndexed) {
+  auto doc = json::parse(read_text(wiki() + "/" + kSheetRel));
+  doc["retrieval"] = {{"triggers", {"deciding how many quokka blocks fit per multiprocessor"}}, {"see_also", {kCardId}}};
+  write_text(wiki() + "/" + kSheetRel, doc.dump(1));
+  const RunResult r = run_kwiki({"index", "--strict", "--wiki", wiki(), "--index", index()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  doc["retrieval"]["see_also"] = {"nvidia.hopper.cuda.rmsnorm.no-such-card"};
+  write_text(wiki() + "/" + kSheetRel, doc.dump(1));
+  EXPECT_NE(run_kwiki({"index", "--check", "--strict", "--wiki", wiki()}).exit_code, 0);
+}
+
 TEST_F(IndexedCorpus, UnknownEnumValueIsRefused) {
   auto doc = json::parse(read_text(wiki() + "/" + kCardRel));
   doc["retrieval"]["scope"]["arch"] = "volta";
