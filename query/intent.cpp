@@ -215,7 +215,9 @@ Intent extract_intent(std::string_view request) {
     }
     if (matched == 0) {
       const std::string& t = tokens[i];
-      const bool numeric = t.find_first_not_of("0123456789.x%") == std::string::npos;
+      // A hex literal (0x80, an fp8 NaN byte) is a word the records use, not a number to drop.
+      const bool hex = t.size() > 2 && t.starts_with("0x");
+      const bool numeric = !hex && t.find_first_not_of("0123456789.x%") == std::string::npos;
       // Targets (sm_90a, gfx942:...) were read by the target patterns already.
       static const RE2 kTargetToken("(sm_?\\d+[af]?|gfx\\w+(:[a-z]+[+-])*)");
       const bool target = RE2::FullMatch(t, kTargetToken);

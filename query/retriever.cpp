@@ -91,11 +91,20 @@ constexpr std::size_t kFeedbackRecords = 3;
 constexpr double kSharedTagWeight = 0.10;  ///< per shared tag of idf weight 1
 constexpr double kSharedTagCap = 3.0;      ///< at most this much idf weight counts
 
-// Link feedback (see place_links): the leading record's links (see_also, cited_records) are
-// what its author would read next. Up to kLinkedPlaces of them that rank below kLinkedPlace
-// move up to it (e.g. a norm kernel's block reduction), behind everything ranked above it.
-constexpr std::size_t kLinkedPlace = 7;   ///< 1-based rank a linked record is lifted to
-constexpr std::size_t kLinkedPlaces = 2;  ///< at most this many are lifted
+// Link feedback: the leading records' links (see_also, cited_records) are what their authors
+// would read next. Each of the first kLinkVoters records votes for the records it links to
+// (kLinkVote, divided by its rank) and, more weakly, for the records that link to it (a
+// technique card naming the instruction it uses); the voters keep their places and the rest
+// is re-ranked (see vote_by_links). Then up to kLinkedPlaces of the leader's links still
+// ranked below kLinkedPlace move up to it (see place_links).
+constexpr std::size_t kLinkVoters = 2;
+constexpr double kLinkVote = 0.4;
+constexpr double kBackLinkVote = 0.1;
+constexpr std::size_t kLinkedPlace = 6;   ///< 1-based rank a linked record is lifted to
+constexpr std::size_t kLinkedPlaces = 3;  ///< at most this many are lifted
+
+// A record tied to operators the request does not name (an attention card for a GEMM request).
+constexpr double kOtherOperatorPenalty = -0.2;
 
 // A pure hardware request: a record tagged with what the requested numbers serve (lexicon).
 constexpr double kHardwareUseBonus = 0.25;
@@ -108,6 +117,12 @@ std::string_view id_of(std::string_view key) {
 bool links_to(const HitData& from, std::string_view key) {
   const std::string_view id = id_of(key);
   return std::find(from.links.begin(), from.links.end(), id) != from.links.end();
+}
+
+// Rank order: higher score first, ties broken by key.
+bool ranks_before(const Candidate& a, const Candidate& b) {
+  if (a.score != b.score) return a.score > b.score;
+  return a.key < b.key;
 }
 
 struct WeightedTerm {
@@ -397,6 +412,8 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
             bonus("operator", 0.12);
             for (const auto& o : intent.operators)
               if (overlaps(h.operators, spellings_of({o}))) { c.why.push_back("operator " + o); break; }
+          } else if (!h.operators.empty()) {
+            bonus("other_operator", kOtherOperatorPenalty);
           }
         }
         if (has_sym && overlaps(h.symptoms, intent.symptoms)) {
@@ -447,10 +464,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         }
         found.push_back(std::move(c));
       }
-      std::stable_sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) {
-        if (a.score != b.score) return a.score > b.score;
-        return a.key < b.key;
-      });
+      std::stable_sort(found.begin(), found.end(), ranks_before);
       return found;
     };
 
@@ -492,10 +506,31 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         }
       }
       if (moved)
-        std::stable_sort(ranked.begin(), ranked.end(), [](const Candidate& a, const Candidate& b) {
-          if (a.score != b.score) return a.score > b.score;
-          return a.key < b.key;
-        });
+        std::stable_sort(ranked.begin(), ranked.end(), ranks_before);
+    };
+
+    // The first kLinkVoters records vote by their links; they keep their places.
+    auto vote_by_links = [&](std::vector<Candidate>& ranked, const std::vector<Hit>& hits) {
+      const std::size_t voters = std::min(ranked.size(), kLinkVoters);
+      bool moved = false;
+      for (std::size_t i = voters; i < ranked.size(); ++i) {
+        Candidate& c = ranked[i];
+        double vote = 0;
+        for (std::size_t v = 0; v < voters; ++v) {
+          const HitData& voter = hits[ranked[v].hit].data;
+          if (links_to(voter, c.key)) vote += kLinkVote / static_cast<double>(v + 1);
+          if (links_to(hits[c.hit].data, voter.key)) vote += kBackLinkVote / static_cast<double>(v + 1);
+        }
+        if (vote <= 0) continue;
+        vote = std::round(vote * 1000) / 1000;
+        c.score += vote;
+        moved = true;
+        if (explain) {
+          c.explain["link_vote"] = vote;
+          c.explain["score"] = std::round(c.score * 1000) / 1000;
+        }
+      }
+      if (moved) std::stable_sort(ranked.begin() + static_cast<std::ptrdiff_t>(voters), ranked.end(), ranks_before);
     };
 
     auto place_links = [&](std::vector<Candidate>& ranked, const std::vector<Hit>& hits, std::size_t leader) {
@@ -552,17 +587,19 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     }
     std::vector<Candidate> out = score_hits(pool, "", false);
     rank_by_shared_tags(out, pool);
-    // Link feedback: the leading record's links outside the pool are fetched inside the scope
-    // (whatever their words), then placed.
+    // Link feedback: the voters' links outside the pool are fetched inside the scope (whatever
+    // their words), then voted for and placed.
     if (!out.empty()) {
       const std::size_t leader = out.front().hit;
-      const HitData& leading = pool[leader].data;
-      const bool private_leader = leading.key != id_of(leading.key);
       std::vector<std::string> unpooled;
-      for (const auto& id : leading.links) {
-        const std::string key = private_leader ? kInternalPrefix + id : id;
-        for (const std::string& k : {id, key})
-          if (!seen.contains(k) && std::find(unpooled.begin(), unpooled.end(), k) == unpooled.end()) unpooled.push_back(k);
+      for (std::size_t v = 0; v < out.size() && v < kLinkVoters; ++v) {
+        const HitData& voter = pool[out[v].hit].data;
+        const bool private_voter = voter.key != id_of(voter.key);
+        for (const auto& id : voter.links) {
+          const std::string key = private_voter ? kInternalPrefix + id : id;
+          for (const std::string& k : {id, key})
+            if (!seen.contains(k) && std::find(unpooled.begin(), unpooled.end(), k) == unpooled.end()) unpooled.push_back(k);
+        }
       }
       if (!unpooled.empty()) {
         plan.push_back({"linked", within(any_of(term::kId, unpooled)), false, true});
@@ -571,6 +608,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
           rank_by_shared_tags(out, pool);
         }
       }
+      vote_by_links(out, pool);
       place_links(out, pool, leader);
     }
     spread_architectures(out, pool);

@@ -1,5 +1,7 @@
-// Unit tests of intent extraction: the architecture scope when a request names several.
+// Unit tests of intent extraction: the architecture scope when a request names several; free words.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -80,6 +82,13 @@ TEST(IntentArch, UpstreamReplayReadsBothArchitectures) {
   const Intent two = intent_from_upstream(nlohmann::json{{"architecture", "gfx942 vs gfx950"}, {"operator_terms", {"gemm"}}});
   EXPECT_EQ(two.vendor, "amd");
   EXPECT_EQ(two.exact_arches(), (Arches{"cdna3", "cdna4"}));
+}
+
+TEST(IntentWords, HexLiteralIsAWordNumbersAreNot) {
+  const Intent i = extract_intent("fp8 kernel on mi300x writes 0x80 bytes for 4096 rows");
+  const auto& f = i.free_terms;
+  EXPECT_NE(std::find(f.begin(), f.end(), "0x80"), f.end());
+  EXPECT_EQ(std::find(f.begin(), f.end(), "4096"), f.end());
 }
 
 }  // namespace
