@@ -518,8 +518,10 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         double vote = 0;
         for (std::size_t v = 0; v < voters; ++v) {
           const HitData& voter = hits[ranked[v].hit].data;
-          if (links_to(voter, c.key)) vote += kLinkVote / static_cast<double>(v + 1);
-          if (links_to(hits[c.hit].data, voter.key)) vote += kBackLinkVote / static_cast<double>(v + 1);
+          const bool named_by = links_to(voter, c.key), names = links_to(hits[c.hit].data, voter.key);
+          if (named_by) vote += kLinkVote / static_cast<double>(v + 1);
+          if (names) vote += kBackLinkVote / static_cast<double>(v + 1);
+          if (named_by || names) c.why.push_back((named_by ? "see also of " : "links to ") + voter.key);
         }
         if (vote <= 0) continue;
         vote = std::round(vote * 1000) / 1000;
@@ -539,7 +541,8 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         if (!links_to(hits[leader].data, ranked[i].key)) continue;
         Candidate moving = std::move(ranked[i]);
         ranked.erase(ranked.begin() + static_cast<std::ptrdiff_t>(i));
-        moving.why.push_back("see also of " + hits[leader].data.key);
+        const std::string why = "see also of " + hits[leader].data.key;
+        if (std::find(moving.why.begin(), moving.why.end(), why) == moving.why.end()) moving.why.push_back(why);
         if (explain) moving.explain["linked_from"] = hits[leader].data.key;
         ranked.insert(ranked.begin() + static_cast<std::ptrdiff_t>(kLinkedPlace - 1 + lifted), std::move(moving));
         ++lifted;
