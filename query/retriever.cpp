@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <sstream>
 
@@ -139,6 +141,19 @@ struct Retriever::Impl {
   // Term frequencies already asked for: the generation never changes under an engine, and on
   // remote shards each lookup is a network round trip per shard.
   std::unordered_map<std::string, Xapian::doccount> termfreq_cache;
+  // Decoded hit data and worth of documents already seen, by docid: reading a document's values
+  // costs more than ranking it, and the generation never changes under an engine.
+  std::unordered_map<Xapian::docid, std::pair<std::shared_ptr<const HitData>, double>> hit_cache;
+
+  std::pair<std::shared_ptr<const HitData>, double> hit_data(const Xapian::MSetIterator& it) {
+    if (auto found = hit_cache.find(*it); found != hit_cache.end()) return found->second;
+    const Xapian::Document doc = it.get_document();
+    std::pair<std::shared_ptr<const HitData>, double> entry{std::make_shared<const HitData>(decode(doc.get_value(term::kSlotHit))),
+                                                            Xapian::sortable_unserialise(doc.get_value(term::kSlotWorth))};
+    if (hit_cache.size() >= 100000) hit_cache.clear();
+    hit_cache.emplace(*it, entry);
+    return entry;
+  }
 
   Xapian::doccount termfreq(const std::string& term) {
     if (auto it = termfreq_cache.find(term); it != termfreq_cache.end()) return it->second;
@@ -335,7 +350,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     const std::size_t depth = std::clamp<std::size_t>(want * 2, 30, 200);
     std::set<Xapian::docid> seen_docs;
     struct Hit {
-      HitData data;
+      std::shared_ptr<const HitData> data;  // shared with the engine's hit cache
       double weight = 0;
       double worth = 0.5;
       int stage = 0;
@@ -351,14 +366,12 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       std::size_t added = 0;
       for (auto it = mset.begin(); it != mset.end(); ++it) {
         if (seen_docs.contains(*it)) continue;
-        const Xapian::Document doc = it.get_document();
         Hit h;
-        h.data = decode(doc.get_value(term::kSlotHit));
-        if (stage.other_architecture && (is_exact(h.data.arch) || h.data.arch == "generic")) continue;
-        if (!seen.insert(h.data.key).second) continue;
+        std::tie(h.data, h.worth) = impl_->hit_data(it);
+        if (stage.other_architecture && (is_exact(h.data->arch) || h.data->arch == "generic")) continue;
+        if (!seen.insert(h.data->key).second) continue;
         seen_docs.insert(*it);
         h.weight = it.get_weight();
-        h.worth = Xapian::sortable_unserialise(doc.get_value(term::kSlotWorth));
         h.stage = index;
         hits.push_back(std::move(h));
         ++added;
@@ -374,7 +387,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       std::vector<Candidate> found;
       for (std::size_t index = 0; index < hits.size(); ++index) {
         const Hit& hit = hits[index];
-        const HitData& h = hit.data;
+        const HitData& h = *hit.data;
         Candidate c;
         c.hit = index;
         c.key = h.key;
@@ -481,7 +494,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       constexpr std::size_t kMany = static_cast<std::size_t>(-1);
       std::vector<Carried> carried;  // a handful: linear search beats a map here
       for (std::size_t i = 0; i < ranked.size() && i < kFeedbackRecords; ++i) {
-        for (const auto& t : hits[ranked[i].hit].data.tags) {
+        for (const auto& t : hits[ranked[i].hit].data->tags) {
           auto it = std::find_if(carried.begin(), carried.end(), [&](const Carried& c) { return *c.tag == t; });
           if (it != carried.end()) it->leader = kMany;
           else carried.push_back({&t, ranked[i].hit, 0});
@@ -493,7 +506,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       bool moved = false;
       for (auto& c : ranked) {
         double shared = 0;
-        for (const auto& t : hits[c.hit].data.tags)
+        for (const auto& t : hits[c.hit].data->tags)
           for (const auto& carrier : carried)
             if (*carrier.tag == t && carrier.leader != c.hit) shared += carrier.idf;
         if (shared <= 0) continue;
@@ -517,8 +530,8 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         Candidate& c = ranked[i];
         double vote = 0;
         for (std::size_t v = 0; v < voters; ++v) {
-          const HitData& voter = hits[ranked[v].hit].data;
-          const bool named_by = links_to(voter, c.key), names = links_to(hits[c.hit].data, voter.key);
+          const HitData& voter = *hits[ranked[v].hit].data;
+          const bool named_by = links_to(voter, c.key), names = links_to(*hits[c.hit].data, voter.key);
           if (named_by) vote += kLinkVote / static_cast<double>(v + 1);
           if (names) vote += kBackLinkVote / static_cast<double>(v + 1);
           if (named_by || names) c.why.push_back((named_by ? "see also of " : "links to ") + voter.key);
@@ -538,12 +551,12 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     auto place_links = [&](std::vector<Candidate>& ranked, const std::vector<Hit>& hits, std::size_t leader) {
       std::size_t lifted = 0;
       for (std::size_t i = kLinkedPlace; i < ranked.size() && lifted < kLinkedPlaces; ++i) {
-        if (!links_to(hits[leader].data, ranked[i].key)) continue;
+        if (!links_to(*hits[leader].data, ranked[i].key)) continue;
         Candidate moving = std::move(ranked[i]);
         ranked.erase(ranked.begin() + static_cast<std::ptrdiff_t>(i));
-        const std::string why = "see also of " + hits[leader].data.key;
+        const std::string why = "see also of " + hits[leader].data->key;
         if (std::find(moving.why.begin(), moving.why.end(), why) == moving.why.end()) moving.why.push_back(why);
-        if (explain) moving.explain["linked_from"] = hits[leader].data.key;
+        if (explain) moving.explain["linked_from"] = hits[leader].data->key;
         ranked.insert(ranked.begin() + static_cast<std::ptrdiff_t>(kLinkedPlace - 1 + lifted), std::move(moving));
         ++lifted;
       }
@@ -557,7 +570,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       std::vector<std::pair<std::string, const std::string*>> first_arch;  // type + operator -> its arch
       std::vector<Candidate> kept, variants;
       for (auto& c : ranked) {
-        const HitData& h = hits[c.hit].data;
+        const HitData& h = *hits[c.hit].data;
         if (h.arch.empty() || h.arch == "generic" || h.operators.empty()) {
           kept.push_back(std::move(c));
           continue;
@@ -596,7 +609,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       const std::size_t leader = out.front().hit;
       std::vector<std::string> unpooled;
       for (std::size_t v = 0; v < out.size() && v < kLinkVoters; ++v) {
-        const HitData& voter = pool[out[v].hit].data;
+        const HitData& voter = *pool[out[v].hit].data;
         const bool private_voter = voter.key != id_of(voter.key);
         for (const auto& id : voter.links) {
           const std::string key = private_voter ? kInternalPrefix + id : id;
