@@ -143,13 +143,14 @@ struct Retriever::Impl {
   std::unordered_map<std::string, Xapian::doccount> termfreq_cache;
   // Decoded hit data and worth of documents already seen, by docid: reading a document's values
   // costs more than ranking it, and the generation never changes under an engine.
-  std::unordered_map<Xapian::docid, std::pair<std::shared_ptr<const HitData>, double>> hit_cache;
+  using CachedHit = std::pair<std::shared_ptr<const HitData>, double>;  ///< hit data, worth
+  std::unordered_map<Xapian::docid, CachedHit> hit_cache;
 
-  std::pair<std::shared_ptr<const HitData>, double> hit_data(const Xapian::MSetIterator& it) {
+  CachedHit hit_data(const Xapian::MSetIterator& it) {
     if (auto found = hit_cache.find(*it); found != hit_cache.end()) return found->second;
     const Xapian::Document doc = it.get_document();
-    std::pair<std::shared_ptr<const HitData>, double> entry{std::make_shared<const HitData>(decode(doc.get_value(term::kSlotHit))),
-                                                            Xapian::sortable_unserialise(doc.get_value(term::kSlotWorth))};
+    CachedHit entry{std::make_shared<const HitData>(decode(doc.get_value(term::kSlotHit))),
+                    Xapian::sortable_unserialise(doc.get_value(term::kSlotWorth))};
     if (hit_cache.size() >= 100000) hit_cache.clear();
     hit_cache.emplace(*it, entry);
     return entry;
