@@ -111,6 +111,20 @@ constexpr double kOtherOperatorPenalty = -0.2;
 // A pure hardware request: a record tagged with what the requested numbers serve (lexicon).
 constexpr double kHardwareUseBonus = 0.25;
 
+// A record of another architecture of the request's vendor, reached through an exact record's
+// link (a CDNA4 card naming its CDNA3 counterpart): labelled, and ranked below an exact record
+// or a neutral one of the same strength.
+constexpr double kOtherArchitecturePenalty = -0.10;
+
+// The text part of a score is a record's BM25 weight over the pool's best, but never over less
+// than kTextEvidence x ln(records): about one rare word fully matched. A request with almost
+// no words beyond its labels ("how many SMs on an H100 PCIe card") then lets its labels rank,
+// instead of crowning whichever record best matches "card".
+constexpr double kTextEvidence = 1.5;
+
+// With several architectures named, each one's best record is at most at this 1-based place.
+constexpr std::size_t kEachArchitecturePlace = 3;
+
 // A link names a record id; a private record's key carries the store prefix.
 std::string_view id_of(std::string_view key) {
   const std::string_view prefix = kInternalPrefix;
@@ -383,8 +397,8 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     };
 
     auto score_hits = [&](std::vector<Hit>& hits, const std::string& stage_label, bool other_architecture) {
-      double max_weight = 0;
-      for (const auto& h : hits) max_weight = std::max(max_weight, h.weight);
+      double text_norm = kTextEvidence * std::log(std::max<double>(2, impl_->db.get_doccount()));
+      for (const auto& h : hits) text_norm = std::max(text_norm, h.weight);
       std::vector<Candidate> found;
       for (std::size_t index = 0; index < hits.size(); ++index) {
         const Hit& hit = hits[index];
@@ -395,7 +409,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         c.type = h.type;
         c.stage = hit.stage;
         c.bm25 = hit.weight;
-        const double text_part = max_weight > 0 ? c.bm25 / max_weight : 0;
+        const double text_part = c.bm25 / text_norm;
         nlohmann::ordered_json parts;
         if (explain) {
           parts["bm25"] = std::round(c.bm25 * 1000) / 1000;
@@ -412,8 +426,9 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
           c.why.push_back("architecture " + h.arch);
         } else if (h.arch == "generic") {
           c.match_arch = "architecture-neutral";
-        } else if (other_architecture) {
+        } else if (other_architecture || !arch.empty()) {  // the scope admits no other way in
           c.match_arch = "other-architecture";
+          bonus("other_arch", kOtherArchitecturePenalty);
           c.why.push_back("widened to architecture " + h.arch);
         } else {
           c.match_arch = "fallback";
@@ -449,9 +464,11 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
           bonus("hardware_use", kHardwareUseBonus);
           c.why.push_back("uses the requested hardware numbers");
         }
-        if (!intent.products.empty() && overlaps(h.products, intent.products)) {
+        for (const auto& p : intent.products) {
+          if (std::find(h.products.begin(), h.products.end(), p) == h.products.end()) continue;
           bonus("product", 0.10);
-          c.why.push_back("product " + intent.products.front());
+          c.why.push_back("product " + p);  // the named product the record is for
+          break;
         }
         for (const auto& m : intent.mnemonics) {
           std::string compact = m;
@@ -552,7 +569,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     auto place_links = [&](std::vector<Candidate>& ranked, const std::vector<Hit>& hits, std::size_t leader) {
       std::size_t lifted = 0;
       for (std::size_t i = kLinkedPlace; i < ranked.size() && lifted < kLinkedPlaces; ++i) {
-        if (!links_to(*hits[leader].data, ranked[i].key)) continue;
+        if (!links_to(*hits[leader].data, ranked[i].key) || ranked[i].match_arch == "other-architecture") continue;
         Candidate moving = std::move(ranked[i]);
         ranked.erase(ranked.begin() + static_cast<std::ptrdiff_t>(i));
         const std::string why = "see also of " + hits[leader].data->key;
@@ -589,6 +606,23 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       ranked = std::move(kept);
     };
 
+    // Several architectures named ("moved my gemm from H100 to MI300X"): an architecture whose
+    // best record ranks below kEachArchitecturePlace has it moved there (the next one below it),
+    // so one architecture's links cannot fill the head of the answer.
+    auto show_each_architecture = [&](std::vector<Candidate>& ranked, const std::vector<Hit>& hits) {
+      if (arches.size() < 2) return;
+      std::size_t lifted = 0;
+      for (const auto& a : arches) {
+        auto best = std::find_if(ranked.begin(), ranked.end(), [&](const Candidate& c) { return hits[c.hit].data->arch == a; });
+        const auto place = static_cast<std::ptrdiff_t>(kEachArchitecturePlace - 1 + lifted);
+        if (best == ranked.end() || best - ranked.begin() <= place) continue;
+        Candidate moving = std::move(*best);
+        ranked.erase(best);
+        ranked.insert(ranked.begin() + place, std::move(moving));
+        ++lifted;
+      }
+    };
+
     std::vector<Hit> pool;
     std::set<std::string> seen;
     // Every stage runs: the pool is ranked as a whole, so stopping once enough candidates are
@@ -619,7 +653,11 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         }
       }
       if (!unpooled.empty()) {
-        plan.push_back({"linked", within(any_of(term::kId, unpooled)), false, true});
+        // A link may cross to another architecture of the request's vendor (a CDNA4 card naming
+        // its CDNA3 counterpart); such a record is labelled other-architecture. Never another vendor.
+        const Xapian::Query ids = any_of(term::kId, unpooled);
+        const bool cross = !vendor.empty() && !arch.empty();
+        plan.push_back({"linked", cross ? Xapian::Query(Xapian::Query::OP_FILTER, vendor_filter, ids) : within(ids), false, true});
         if (run_stage(plan.back(), static_cast<int>(plan.size() - 1), pool, seen) > 0) {
           out = score_hits(pool, "", false);
           rank_by_shared_tags(out, pool);
@@ -629,6 +667,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       place_links(out, pool, leader);
     }
     spread_architectures(out, pool);
+    show_each_architecture(out, pool);
     if (out.size() > want) out.resize(want);
     if (out.size() < want && widen_arch) {
       std::vector<Hit> others;

@@ -100,7 +100,9 @@ TEST_P(Golden, Case) {
     }
   }
   for (const auto& [key, record] : answer["records"].items()) {
-    if (c.contains("exclude_vendor")) EXPECT_NE(record["applies_to"].value("vendor", ""), c["exclude_vendor"].get<std::string>()) << key;
+    if (c.contains("exclude_vendor")) {
+      EXPECT_NE(record["applies_to"].value("vendor", ""), c["exclude_vendor"].get<std::string>()) << key;
+    }
     if (c.contains("match_arch_allowed")) {
       const auto& allowed = c["match_arch_allowed"];
       EXPECT_NE(std::find(allowed.begin(), allowed.end(), record["match"]["arch"]), allowed.end()) << key << " " << record["match"];
@@ -109,23 +111,39 @@ TEST_P(Golden, Case) {
       const std::string payload = record["payload"].dump();
       EXPECT_TRUE(!record["payload"].contains("implementation")) << key;
       for (const auto& [field, value] : record["payload"].items())
-        if (field != "omitted_by_brief" && value.is_string()) EXPECT_LT(value.get<std::string>().size(), 2000u) << key << " " << field;
+        if (field != "omitted_by_brief" && value.is_string()) {
+          EXPECT_LT(value.get<std::string>().size(), 2000u) << key << " " << field;
+        }
     }
   }
   if (c.contains("first_match_arch")) {
     ASSERT_FALSE(ids.empty());
     EXPECT_EQ(answer["records"][ids.front()]["match"]["arch"], c["first_match_arch"]);
   }
-  if (c.contains("records_max")) EXPECT_LE(ids.size(), c["records_max"].get<std::size_t>());
-  if (c.contains("records_min")) EXPECT_GE(ids.size(), c["records_min"].get<std::size_t>());
-  if (c.value("nonempty", false)) EXPECT_FALSE(ids.empty());
+  // The match label of particular records ("other-architecture" for a linked neighbour).
+  const json match_arch_of = c.value("match_arch_of", json::object());
+  for (const auto& [id, want] : match_arch_of.items()) {
+    ASSERT_TRUE(answer["records"].contains(id)) << id << " not in the answer";
+    EXPECT_EQ(answer["records"][id]["match"]["arch"], want) << id;
+  }
+  if (c.contains("records_max")) {
+    EXPECT_LE(ids.size(), c["records_max"].get<std::size_t>());
+  }
+  if (c.contains("records_min")) {
+    EXPECT_GE(ids.size(), c["records_min"].get<std::size_t>());
+  }
+  if (c.value("nonempty", false)) {
+    EXPECT_FALSE(ids.empty());
+  }
   std::string notes;
   for (const auto& n : answer.value("notes", json::array())) notes += n.get<std::string>() + "\n";
   for (const auto& want : c.value("notes_contain", json::array()))
     EXPECT_NE(notes.find(want.get<std::string>()), std::string::npos) << "notes lack: " << want << "\n" << notes;
   for (const auto& absent : c.value("output_absent", json::array()))
     EXPECT_EQ(r.out.find(absent.get<std::string>()), std::string::npos) << absent;
-  if (c.contains("max_bytes")) EXPECT_LE(r.out.size(), c["max_bytes"].get<std::size_t>() + 1);  // + newline
+  if (c.contains("max_bytes")) {
+    EXPECT_LE(r.out.size(), c["max_bytes"].get<std::size_t>() + 1);  // + newline
+  }
   for (const auto& fact : c.value("hardware", json::array())) {
     bool found = false;
     for (const auto& h : answer.value("hardware", json::array())) {
@@ -169,7 +187,9 @@ TEST_P(Golden, Case) {
     const auto& symptoms = answer["explain"]["intent"]["symptoms"];
     EXPECT_NE(std::find(symptoms.begin(), symptoms.end(), c["explain_symptom"]), symptoms.end()) << symptoms;
   }
-  if (c.value("explain_absent", false)) EXPECT_FALSE(answer.contains("explain"));
+  if (c.value("explain_absent", false)) {
+    EXPECT_FALSE(answer.contains("explain"));
+  }
   if (c.value("deterministic", false)) {
     const RunResult again = run_kwiki(args, {{"KWIKI_BUNDLED_WIKI", "/nonexistent"}});
     EXPECT_EQ(again.out, r.out);
