@@ -669,6 +669,14 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     spread_architectures(out, pool);
     show_each_architecture(out, pool);
     if (out.size() > want) out.resize(want);
+    std::vector<std::string> linked_arches;  // other architectures reached through links
+    for (const auto& c : out) {
+      const std::string& a = pool[c.hit].data->arch;
+      if (c.match_arch == "other-architecture" && std::find(linked_arches.begin(), linked_arches.end(), a) == linked_arches.end())
+        linked_arches.push_back(a);
+    }
+    if (!linked_arches.empty())
+      notes.push_back("followed links to other " + vendor + " architectures: " + join_and(linked_arches) + " (labelled other-architecture)");
     if (out.size() < want && widen_arch) {
       std::vector<Hit> others;
       plan.push_back({"other architectures of " + vendor, vendor_filter, true});
