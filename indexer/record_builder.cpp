@@ -9,6 +9,7 @@
 #include "json_parse.hpp"
 #include "json_text.hpp"
 #include "kwiki/error.hpp"
+#include "text_util.hpp"
 
 namespace kwiki::detail {
 namespace {
@@ -19,13 +20,6 @@ std::string string_or_empty(const json& object, const char* key) {
   auto it = object.find(key);
   if (it == object.end() || !it->is_string()) return {};
   return it->get<std::string>();
-}
-
-void push_unique(std::vector<std::string>& list, const std::string& value) {
-  if (value.empty()) return;
-  for (const auto& v : list)
-    if (v == value) return;
-  list.push_back(value);
 }
 
 // Appends every string under `value` to `out`, skipping keys engine-side or noisy for search.

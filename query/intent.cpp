@@ -7,6 +7,7 @@
 
 #include "kwiki/error.hpp"
 #include "lexicon.hpp"
+#include "text_util.hpp"
 
 namespace kwiki {
 namespace {
@@ -14,13 +15,10 @@ namespace {
 using detail::LexEntry;
 using detail::LexKind;
 using detail::Lexicon;
+using detail::push_unique;
 
 constexpr std::size_t kMaxRequestBytes = 8192;  // longer requests are read up to here; said in notes
 constexpr std::size_t kMaxFreeTerms = 32;
-
-void push_unique(std::vector<std::string>& list, const std::string& value) {
-  if (!value.empty() && std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
-}
 
 // Sets vendor/arch from the first architecture mentioned; a later one of the same vendor (a
 // comparison, a port) joins the exact scope; one of another vendor never does.

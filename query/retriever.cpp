@@ -326,9 +326,8 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     auto spellings_of = [&](const std::vector<std::string>& ops) {
       std::vector<std::string> out;
       for (const auto& o : ops) {
-        if (std::find(out.begin(), out.end(), o) == out.end()) out.push_back(o);
-        for (const auto& s : lex.operator_spellings(o))
-          if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+        push_unique(out, o);
+        for (const auto& s : lex.operator_spellings(o)) push_unique(out, s);
       }
       return out;
     };
@@ -344,8 +343,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     std::vector<std::string> hardware_uses;
     if (!has_op && !has_sym && !measured_symptom)
       for (const auto& f : intent.hardware_fields)
-        for (const auto& t : lex.hardware_serves(f))
-          if (std::find(hardware_uses.begin(), hardware_uses.end(), t) == hardware_uses.end()) hardware_uses.push_back(t);
+        for (const auto& t : lex.hardware_serves(f)) push_unique(hardware_uses, t);
     if (!hardware_uses.empty()) plan.push_back({"hardware use", within(any_of(term::kTag, hardware_uses)), false, true});
     plan.push_back({"scope", scope});
     const bool widen_arch = !vendor.empty() && (!arch.empty() || !intent.unresolved_arch.empty());
@@ -396,8 +394,9 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
       return added;
     };
 
+    const double text_floor = kTextEvidence * std::log(std::max<double>(2, impl_->db.get_doccount()));
     auto score_hits = [&](std::vector<Hit>& hits, const std::string& stage_label, bool other_architecture) {
-      double text_norm = kTextEvidence * std::log(std::max<double>(2, impl_->db.get_doccount()));
+      double text_norm = text_floor;
       for (const auto& h : hits) text_norm = std::max(text_norm, h.weight);
       std::vector<Candidate> found;
       for (std::size_t index = 0; index < hits.size(); ++index) {
@@ -649,7 +648,7 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
         for (const auto& id : voter.links) {
           const std::string key = private_voter ? kInternalPrefix + id : id;
           for (const std::string& k : {id, key})
-            if (!seen.contains(k) && std::find(unpooled.begin(), unpooled.end(), k) == unpooled.end()) unpooled.push_back(k);
+            if (!seen.contains(k)) push_unique(unpooled, k);
         }
       }
       if (!unpooled.empty()) {
@@ -670,11 +669,8 @@ std::vector<Candidate> Retriever::retrieve(const Intent& intent, std::size_t wan
     show_each_architecture(out, pool);
     if (out.size() > want) out.resize(want);
     std::vector<std::string> linked_arches;  // other architectures reached through links
-    for (const auto& c : out) {
-      const std::string& a = pool[c.hit].data->arch;
-      if (c.match_arch == "other-architecture" && std::find(linked_arches.begin(), linked_arches.end(), a) == linked_arches.end())
-        linked_arches.push_back(a);
-    }
+    for (const auto& c : out)
+      if (c.match_arch == "other-architecture") push_unique(linked_arches, pool[c.hit].data->arch);
     if (!linked_arches.empty())
       notes.push_back("followed links to other " + vendor + " architectures: " + join_and(linked_arches) + " (labelled other-architecture)");
     if (out.size() < want && widen_arch) {
