@@ -10,7 +10,7 @@ DEPS=(
   libxapian-dev xapian-tools libsqlite3-dev sqlite3 nlohmann-json3-dev libre2-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libvalijson-dev rapidjson-dev python3
   clang libclang-rt-14-dev
-  clang-19 lld-19 llvm-19 libamdhip64-dev rocm-device-libs
+  clang-19 clang-tools-19 libclang-rt-19-dev lld-19 llvm-19 libamdhip64-dev rocm-device-libs
 )
 
 usage() {
