@@ -1,11 +1,11 @@
 // kwiki baseline: generate the V0 kernel, build it (cached), run the harness, report, commit.
 #include "kwiki/baseline.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -14,9 +14,13 @@
 #include <regex>
 #include <sstream>
 
+#include "dry_run.hpp"
 #include "embedded_files.hpp"
+#include "file_util.hpp"
 #include "kwiki/error.hpp"
 #include "kwiki/memory.hpp"
+#include "subprocess.hpp"
+#include "target.hpp"
 
 namespace kwiki {
 namespace detail {
@@ -33,28 +37,20 @@ namespace {
 namespace fs = std::filesystem;
 using ordered_json = nlohmann::ordered_json;
 
-struct CommandResult {
-  int status = -1;
-  std::string output;
-};
+using Args = std::vector<std::string>;
 
-// Runs a shell command, capturing stdout and stderr together.
-CommandResult run_command(const std::string& command) {
-  CommandResult r;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  return r;
+// A compiler or tool: argument vector, stdout and stderr together, killed at the deadline.
+detail::ProcessResult run_tool(const Args& argv, double timeout_seconds = 600, const std::string& stdin_text = {}) {
+  detail::ProcessSpec spec;
+  spec.argv = argv;
+  spec.timeout_seconds = timeout_seconds;
+  spec.stdin_text = stdin_text;
+  return detail::run_process(spec);
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
+Args concat(Args a, const Args& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
 }
 
 std::string read_text(const fs::path& p) {
@@ -69,17 +65,6 @@ void write_text(const fs::path& p, const std::string& text) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out << text;
   if (!out) throw Error(ErrorCode::kIo, "cannot write", p.string());
-}
-
-std::string fnv_hex(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
 }
 
 std::string element_type(const std::string& dtype, const std::string& vendor) {
@@ -99,8 +84,7 @@ std::string cuda_compiler() {
   for (std::string candidate : {std::string(std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "") + "/bin/nvcc",
                                 std::string("/usr/local/cuda/bin/nvcc")})
     if (candidate.size() > 9 && fs::exists(candidate)) return candidate;
-  const CommandResult r = run_command("command -v nvcc");
-  return r.status == 0 ? r.output.substr(0, r.output.find('\n')) : "";
+  return detail::find_program("nvcc");
 }
 
 int count_matches(const std::string& text, const std::string& pattern) {
@@ -133,7 +117,7 @@ std::string prepare_rocm_root(const std::string& clang) {
                    "target triple = \"amdgcn-amd-amdhsa\"\n"
                    "@__oclc_ISA_version = linkonce_odr protected local_unnamed_addr addrspace(4) constant i32 " + std::to_string(version) +
                    ", align 4\n");
-    run_command(quote(fs::exists(llvm_as) ? llvm_as : std::string("llvm-as-19")) + " " + quote(ll.string()) + " -o " + quote(bc.string()));
+    run_tool({fs::exists(llvm_as) ? llvm_as : std::string("llvm-as-19"), ll.string(), "-o", bc.string()}, 120);
   }
   return root.string();
 }
@@ -145,9 +129,9 @@ struct Device {
 
 Device detect_nvidia_device() {
   Device d;
-  const CommandResult r = run_command("nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader");
-  if (r.status != 0 || r.output.empty()) return d;
-  std::stringstream ss(r.output.substr(0, r.output.find('\n')));
+  const detail::ProcessResult r = run_tool({"nvidia-smi", "--query-gpu=name,uuid,driver_version", "--format=csv,noheader"}, 60);
+  if (!r.ok() || r.out.empty()) return d;
+  std::stringstream ss(r.out.substr(0, r.out.find('\n')));
   std::getline(ss, d.name, ',');
   std::getline(ss, d.uuid, ',');
   std::getline(ss, d.driver, ',');
@@ -211,7 +195,60 @@ std::string template_source(const std::string& pattern, const std::string& dtype
   return out;
 }
 
+namespace {
+
+// A plan is read back from a folder anyone may have written: every field kwiki puts into a
+// file name, a generated source or a compiler's arguments is checked against what kwiki writes.
+std::string plan_field(const ordered_json& plan, const char* pointer, const fs::path& plan_path) {
+  const ordered_json::json_pointer at(pointer);
+  if (!plan.contains(at) || !plan[at].is_string())
+    throw Error(ErrorCode::kBadInput, std::string("the plan has no string at ") + pointer + "; run `kwiki plan` again", plan_path.string(), pointer);
+  return plan[at].get<std::string>();
+}
+
+bool only_chars(const std::string& s, const char* extra) {
+  return !s.empty() && s.size() <= 64 &&
+         std::all_of(s.begin(), s.end(), [&](char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::strchr(extra, c); });
+}
+
+struct PlanHeader {
+  std::string pattern, vendor, product, target, dtype;
+};
+
+PlanHeader read_plan_header(const ordered_json& plan, const fs::path& plan_path) {
+  PlanHeader h{plan_field(plan, "/pattern/name", plan_path), plan_field(plan, "/target/vendor", plan_path),
+               plan_field(plan, "/target/product", plan_path), plan_field(plan, "/target/compile_target", plan_path),
+               plan_field(plan, "/task/dtype", plan_path)};
+  const auto refuse = [&](const char* pointer, const std::string& why) { throw Error(ErrorCode::kBadInput, why, plan_path.string(), pointer); };
+  if (!only_chars(h.pattern, "_")) refuse("/pattern/name", "the plan's pattern \"" + h.pattern + "\" is not a pattern name");
+  if (h.vendor != "nvidia" && h.vendor != "amd") refuse("/target/vendor", "the plan's vendor must be nvidia or amd");
+  if (!only_chars(h.product, "-_. ")) refuse("/target/product", "the plan's product \"" + h.product + "\" is not a product name");
+  const detail::ArchTarget* arch = detail::find_compile_target(h.target);
+  if (!arch || h.vendor != arch->vendor) {
+    std::string known;
+    for (const auto& row : detail::kArchTargets) known += std::string(known.empty() ? "" : ", ") + row.compile_target;
+    refuse("/target/compile_target", "the plan's compile_target \"" + h.target + "\" is not one kwiki compiles for " + h.vendor + " (" + known + ")");
+  }
+  if (!only_chars(h.dtype, "_")) refuse("/task/dtype", "the plan's dtype \"" + h.dtype + "\" is not a dtype name");
+  return h;
+}
+
+BaselineResult baseline_stages(const BaselineRequest& request);
+
+}  // namespace
+
 BaselineResult run_baseline(const BaselineRequest& request) {
+  try {
+    return baseline_stages(request);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::kBadInput, std::string("plans/v0_plan.json is not a plan this kwiki wrote (") + e.what() + "); run `kwiki plan` again",
+                (fs::absolute(request.workspace) / "plans" / "v0_plan.json").string());
+  }
+}
+
+namespace {
+
+BaselineResult baseline_stages(const BaselineRequest& request) {
   BaselineResult result;
   const fs::path ws = fs::absolute(request.workspace);
   const fs::path plan_path = ws / "plans" / "v0_plan.json";
@@ -222,11 +259,9 @@ BaselineResult run_baseline(const BaselineRequest& request) {
   } catch (const std::exception& e) {
     throw Error(ErrorCode::kInvalidJson, std::string("the plan is not valid JSON: ") + e.what(), plan_path.string());
   }
-  const std::string pattern = plan["pattern"]["name"];
-  const std::string vendor = plan["target"]["vendor"];
-  const std::string product = plan["target"]["product"];
-  const std::string target = plan["target"]["compile_target"];
-  const std::string dtype = plan["task"]["dtype"];
+  const PlanHeader header = read_plan_header(plan, plan_path);
+  const std::string &pattern = header.pattern, &vendor = header.vendor, &product = header.product, &target = header.target,
+                    &dtype = header.dtype;
   const bool amd = vendor == "amd";
 
   // 1. The kernel source.
@@ -268,20 +303,24 @@ BaselineResult run_baseline(const BaselineRequest& request) {
   const fs::path profiles = ws / "profiles" / "v0";
   fs::create_directories(profiles);
   fs::create_directories(ws / "build");
-  std::string compiler, flags, skip_compile;
+  std::string compiler, skip_compile;
+  // device_flags compile the kernel (also to a listing); link_flags make the loadable library.
+  Args device_flags, link_flags;
+  const auto targets_gfx950 = [](const std::string& clang) {
+    return run_tool({clang, "-x", "hip", "--offload-arch=gfx950", "-nogpulib", "--offload-device-only", "-S", "-o", "/dev/null", "-"}, 120, "\n").ok();
+  };
   if (!amd) {
     compiler = cuda_compiler();
-    flags = "-O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -lineinfo -shared -Xcompiler -fPIC";
-    if (target != "sm_90a") flags = std::regex_replace(flags, std::regex("90a"), target.substr(3));
+    const std::string sm = target.substr(3);  // "90a" of "sm_90a": a row of the target table
+    device_flags = {"-O3", "-std=c++17", "-gencode=arch=compute_" + sm + ",code=sm_" + sm, "-Xptxas", "-v", "-lineinfo"};
+    link_flags = {"-shared", "-Xcompiler", "-fPIC"};
   } else {
     // The newest clang with HIP support wins: a compiler that can target gfx950 is used when present.
     for (const char* candidate : {"clang++-22", "clang++-21", "clang++-20", "clang++-19"}) {
-      const CommandResult r = run_command(std::string("command -v ") + candidate);
-      if (r.status != 0) continue;
-      const std::string path = r.output.substr(0, r.output.find('\n'));
+      const std::string path = detail::find_program(candidate);
+      if (path.empty()) continue;
       if (compiler.empty()) compiler = path;
-      if (target == "gfx950" &&
-          run_command("echo '' | " + quote(path) + " -x hip --offload-arch=gfx950 -nogpulib --offload-device-only -S -o /dev/null - ").status == 0) {
+      if (target == "gfx950" && targets_gfx950(path)) {
         compiler = path;
         break;
       }
@@ -291,13 +330,13 @@ BaselineResult run_baseline(const BaselineRequest& request) {
       skip_compile = "Debian's rocm-device-libs are not installed (scripts/dev.sh deps installs them)";
       compiler.clear();
     }
-    if (!compiler.empty() && target == "gfx950" &&
-        run_command("echo '' | " + quote(compiler) + " -x hip --offload-arch=gfx950 -nogpulib --offload-device-only -S -o /dev/null - ").status != 0) {
+    if (!compiler.empty() && target == "gfx950" && !targets_gfx950(compiler)) {
       skip_compile = compiler + " cannot target gfx950 (CDNA4 needs LLVM 20 or newer); kernel.hip, the plan and this report are ready for such a compiler";
       compiler.clear();
     }
-    flags = "-x hip --offload-arch=" + (target == "gfx942" ? std::string("gfx942:sramecc+:xnack-") : target) + " --rocm-path=" + rocm +
-            " -O3 -std=c++17 -shared -fPIC -L/usr/lib/x86_64-linux-gnu -lamdhip64";
+    device_flags = {"-x", "hip", "--offload-arch=" + (target == "gfx942" ? std::string("gfx942:sramecc+:xnack-") : target), "--rocm-path=" + rocm,
+                    "-O3", "-std=c++17"};
+    link_flags = {"-shared", "-fPIC", "-L/usr/lib/x86_64-linux-gnu", "-lamdhip64"};
   }
   ordered_json evidence;
   evidence["target"] = target;
@@ -308,18 +347,21 @@ BaselineResult run_baseline(const BaselineRequest& request) {
     evidence["compiled"] = false;
     evidence["not_compiled_because"] = skip_compile;
   } else {
-    const std::string version = run_command(quote(compiler) + " --version").output;
+    const std::string version = run_tool({compiler, "--version"}, 60).out;
+    std::string flag_text;
+    for (const auto& f : concat(device_flags, link_flags)) flag_text += f + '\x1f';
     const char* cache_env = std::getenv("XDG_CACHE_HOME");
     const fs::path cache = fs::path(cache_env && *cache_env ? cache_env : std::string(std::getenv("HOME") ? std::getenv("HOME") : "/tmp") + "/.cache") /
-                           "kwiki" / "builds" / fnv_hex(source + "\n" + flags + "\n" + version);
+                           "kwiki" / "builds" / detail::hash64_hex(source + "\n" + flag_text + "\n" + version);
     const fs::path so = cache / "kernel.so";
     if (!fs::exists(so)) {
       fs::create_directories(cache);
-      const CommandResult build = run_command(quote(compiler) + " " + flags + " -o " + quote((cache / "kernel.so.tmp").string()) + " " +
-                                              quote(kernel_path.string()));
-      write_text(cache / "build.log", build.output);
-      if (build.status != 0) {
-        write_text(profiles / "build.log", build.output);
+      const detail::ProcessResult build =
+          run_tool(concat(concat(Args{compiler}, device_flags), concat(link_flags, {"-o", (cache / "kernel.so.tmp").string(), kernel_path.string()})));
+      const std::string build_log = build.started ? build.out + (build.timed_out ? "\nkwiki: the compiler was stopped after 600 s\n" : "") : build.error + "\n";
+      write_text(cache / "build.log", build_log);
+      if (!build.ok()) {
+        write_text(profiles / "build.log", build_log);
         result.status = "COMPILE_FAIL";
         result.exit_code = 4;
         result.notes.push_back("build failed: see profiles/v0/build.log");
@@ -350,10 +392,10 @@ BaselineResult run_baseline(const BaselineRequest& request) {
       }
       if (amd) {
         // The device ISA listing: the same source compiled device-only to assembly.
-        const std::string asm_flags = std::regex_replace(flags, std::regex(" -shared -fPIC -L[^ ]+ -lamdhip64"), "");
-        const CommandResult listing = run_command(quote(compiler) + " " + asm_flags + " --offload-device-only -S -o " +
-                                                  quote((profiles / ("kernel-" + target + ".s")).string()) + " " + quote(kernel_path.string()));
-        if (listing.status == 0) {
+        const detail::ProcessResult listing = run_tool(concat(concat(Args{compiler}, device_flags),
+                                                              {"--offload-device-only", "-S", "-o", (profiles / ("kernel-" + target + ".s")).string(),
+                                                               kernel_path.string()}));
+        if (listing.ok()) {
           const std::string isa = read_text(profiles / ("kernel-" + target + ".s"));
           evidence["listing"] = "profiles/v0/kernel-" + target + ".s";
           evidence["instructions"] = {{"v_mfma", count_matches(isa, R"(\bv_mfma_)")},
@@ -375,25 +417,27 @@ BaselineResult run_baseline(const BaselineRequest& request) {
       }
       if (!amd) {
         const fs::path cuobjdump = fs::path(compiler).parent_path() / "cuobjdump";
-        const CommandResult sass = run_command(quote(fs::exists(cuobjdump) ? cuobjdump.string() : std::string("cuobjdump")) + " --dump-sass " +
-                                               quote((ws / "build" / "kernel.so").string()));
-        if (sass.status == 0) {
-          write_text(profiles / "kernel.sass", sass.output);
+        const detail::ProcessResult sass =
+            run_tool({fs::exists(cuobjdump) ? cuobjdump.string() : std::string("cuobjdump"), "--dump-sass", (ws / "build" / "kernel.so").string()}, 300);
+        const std::string& sass_text = sass.out;
+        if (sass.ok()) {
+          write_text(profiles / "kernel.sass", sass_text);
           evidence["listing"] = "profiles/v0/kernel.sass";
-          evidence["instructions"] = {{"LDG.E.128", count_matches(sass.output, R"(LDG\.E\.128)")},
-                                      {"STG.E.128", count_matches(sass.output, R"(STG\.E\.128)")},
-                                      {"HMMA", count_matches(sass.output, R"(\bHMMA)")},
-                                      {"HGMMA", count_matches(sass.output, R"(\bHGMMA)")},
-                                      {"LDSM (ldmatrix)", count_matches(sass.output, R"(\bLDSM)")},
-                                      {"LDGSTS (cp.async)", count_matches(sass.output, R"(\bLDGSTS)")},
-                                      {"UTMALDG (TMA)", count_matches(sass.output, R"(\bUTMALDG)")},
-                                      {"LDL/STL (local memory)", count_matches(sass.output, R"(\b(LDL|STL)\b)")}};
+          evidence["instructions"] = {{"LDG.E.128", count_matches(sass_text, R"(LDG\.E\.128)")},
+                                      {"STG.E.128", count_matches(sass_text, R"(STG\.E\.128)")},
+                                      {"HMMA", count_matches(sass_text, R"(\bHMMA)")},
+                                      {"HGMMA", count_matches(sass_text, R"(\bHGMMA)")},
+                                      {"LDSM (ldmatrix)", count_matches(sass_text, R"(\bLDSM)")},
+                                      {"LDGSTS (cp.async)", count_matches(sass_text, R"(\bLDGSTS)")},
+                                      {"UTMALDG (TMA)", count_matches(sass_text, R"(\bUTMALDG)")},
+                                      {"LDL/STL (local memory)", count_matches(sass_text, R"(\b(LDL|STL)\b)")}};
         } else {
           // No disassembler here (a minimal toolkit): the PTX shows the same choices one level up.
-          const std::string ptx_flags = std::regex_replace(flags, std::regex("code=sm_"), "code=compute_");
-          const CommandResult ptx = run_command(quote(compiler) + " " + std::regex_replace(ptx_flags, std::regex(" -shared -Xcompiler -fPIC"), "") +
-                                                " -ptx -o " + quote((profiles / "kernel.ptx").string()) + " " + quote(kernel_path.string()));
-          if (ptx.status == 0) {
+          Args ptx_flags = device_flags;
+          for (auto& f : ptx_flags) f = std::regex_replace(f, std::regex("code=sm_"), "code=compute_");
+          const detail::ProcessResult ptx =
+              run_tool(concat(concat(Args{compiler}, ptx_flags), {"-ptx", "-o", (profiles / "kernel.ptx").string(), kernel_path.string()}));
+          if (ptx.ok()) {
             const std::string text = read_text(profiles / "kernel.ptx");
             evidence["listing"] = "profiles/v0/kernel.ptx (no cuobjdump here; SASS evidence needs the full CUDA toolkit)";
             evidence["instructions"] = {{"ld.global.v4 (16-byte loads)", count_matches(text, R"(ld\.global(\.[a-z0-9_]+)*\.v4\.)")},
@@ -419,19 +463,27 @@ BaselineResult run_baseline(const BaselineRequest& request) {
       result.not_measured_because = amd ? "no AMD GPU" : "no NVIDIA GPU on this machine";
     } else if (!device_matches(device.name, product) && !request.allow_other_device) {
       result.not_measured_because = "the GPU here is " + device.name + ", not the plan's " + product + " (pass --allow-other-device to run anyway)";
-    } else if (run_command("python3 -c 'import torch'").status != 0) {
-      result.not_measured_because = "torch is not importable here, so the reference cannot run";
+    } else if (!run_tool({detail::python_interpreter(), "-c", "import torch"}, 120).ok()) {
+      result.not_measured_because = "torch is not importable by " + detail::python_interpreter() + " here, so the reference cannot run (set KWIKI_PYTHON)";
     } else {
       device_label = device.name + " (" + device.uuid + ")" + (device_matches(device.name, product) ? "" : " [not the plan's product]");
       std::string shapes;
       for (const auto& s : request.shape_ids) shapes += (shapes.empty() ? "" : ",") + s;
-      const CommandResult run = run_command("cd " + quote(ws.string()) + " && KWIKI_KERNEL_SO=" + quote((ws / "build" / "kernel.so").string()) +
-                                            " TEST_TIMEOUT_SEC=" + std::to_string(request.timeout_sec) + " python3 test_kernel.py --version v0" +
-                                            (shapes.empty() ? "" : " --shapes " + quote(shapes)));
-      write_text(profiles / "test_kernel.log", run.output);
-      const auto pos = run.output.rfind("[test_kernel] RESULT_JSON=");
+      detail::ProcessSpec harness;
+      harness.argv = {detail::python_interpreter(), "test_kernel.py", "--version", "v0"};
+      if (!shapes.empty()) harness.argv.insert(harness.argv.end(), {"--shapes", shapes});
+      harness.cwd = ws.string();
+      harness.set_env = {{"KWIKI_KERNEL_SO", (ws / "build" / "kernel.so").string()}, {"TEST_TIMEOUT_SEC", std::to_string(request.timeout_sec)}};
+      // The harness bounds each case itself; this bounds the whole run (a hung import, a wedged device).
+      const std::size_t cases = std::max<std::size_t>(1, request.shape_ids.empty() ? plan["shapes"].size() : request.shape_ids.size());
+      harness.timeout_seconds = 120.0 + 4.0 * request.timeout_sec * static_cast<double>(cases);
+      const detail::ProcessResult run_result = detail::run_process(harness);
+      const std::string harness_log =
+          run_result.started ? run_result.out + (run_result.timed_out ? "\nkwiki: the harness was stopped at its deadline\n" : "") : run_result.error;
+      write_text(profiles / "test_kernel.log", harness_log);
+      const auto pos = harness_log.rfind("[test_kernel] RESULT_JSON=");
       if (pos != std::string::npos) {
-        std::string line = run.output.substr(pos + 26);
+        std::string line = harness_log.substr(pos + 26);
         line = line.substr(0, line.find('\n'));
         result.result_json = ordered_json::parse(line, nullptr, false);  // no exceptions: a bad line is a RUNTIME_FAIL
       }
@@ -582,11 +634,15 @@ BaselineResult run_baseline(const BaselineRequest& request) {
   memory.write(record);
 
   if (request.commit && fs::exists(ws / ".git")) {
-    const std::string git = "cd " + quote(ws.string()) + " && git add -A && git -c user.name=kwiki -c user.email=kwiki@localhost commit -qm 'V0: baseline kernel'";
-    if (run_command(git).status == 0) {
-      const std::string hash = run_command("cd " + quote(ws.string()) + " && git rev-parse HEAD").output.substr(0, 40);
+    const auto commit = [&](const char* message) {
+      // Temporaries and the lock stay out even in a workspace whose .gitignore predates them.
+      return detail::run_git(ws.string(), {"add", "-A", "--", ".", ":(exclude)*.kwiki-tmp-*", ":(exclude)*.kwiki-lock"}).ok() &&
+             detail::run_git(ws.string(), {"commit", "-qm", message}).ok();
+    };
+    if (commit("V0: baseline kernel")) {
+      const std::string hash = detail::run_git(ws.string(), {"rev-parse", "HEAD"}).out.substr(0, 40);
       memory.update("v0", {{"git_commit_hash", hash}});
-      run_command("cd " + quote(ws.string()) + " && git add -A && git -c user.name=kwiki -c user.email=kwiki@localhost commit -qm 'V0: memory/v0.json'");
+      commit("V0: memory/v0.json");
     } else {
       result.notes.push_back("git commit failed in the workspace");
     }
@@ -594,4 +650,5 @@ BaselineResult run_baseline(const BaselineRequest& request) {
   return result;
 }
 
+}  // namespace
 }  // namespace kwiki

@@ -1,8 +1,10 @@
 // kwiki memory: iteration records (memory/v<N>.json), schema-checked and written atomically.
 #include "kwiki/memory.hpp"
 
-#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <ctime>
@@ -16,6 +18,8 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include "file_util.hpp"
+#include "json_args.hpp"
 #include "kwiki/error.hpp"
 
 namespace kwiki {
@@ -72,23 +76,29 @@ std::string now_iso8601() {
   return buf;
 }
 
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp-" + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw Error(ErrorCode::kIo, "cannot write", tmp);
+void write_atomically(const std::string& path, const std::string& text) { detail::write_file_atomically(path, text); }
+
+// Temporaries a killed writer left: today's (.v0.json.kwiki-tmp-XXXXXX, older than a minute) and
+// those of kwiki before 0.2 (v0.json.tmp-PID, whose process is gone). Never committed.
+void remove_leftovers(const std::string& dir) {
+  detail::remove_stale_temporaries(dir);
+  static const std::regex kLegacy(R"(^v(0|[1-9][0-9]{0,5})\.json\.tmp-([0-9]{1,9})$)");
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (!std::regex_match(name, m, kLegacy) || !e.is_regular_file(ec)) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(m[2]));
+    if (::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(e.path(), ec);
   }
-  const int fd = ::open(tmp.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(ErrorCode::kIo, "cannot replace the record", path);
-  }
+}
+
+// Serializes read-modify-write of the records between processes (flock on memory/.kwiki-lock).
+detail::FileLock lock_records(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(ErrorCode::kIo, "cannot create memory/: " + ec.message(), dir);
+  return detail::FileLock(dir + "/.kwiki-lock");
 }
 
 ordered_json default_record(const std::string& version) {
@@ -147,15 +157,22 @@ void MemoryStore::init() const {
 }
 
 void MemoryStore::write(const ordered_json& record) const {
-  const std::string version = record.value("version", "");
+  const detail::FileLock lock = lock_records(dir_);
+  write_locked(record);
+}
+
+void MemoryStore::write_locked(const ordered_json& record) const {
+  const std::string version = record.is_object() && record.contains("version") && record["version"].is_string() ? record["version"].get<std::string>() : "";
   const std::string path = path_of(version);
   if (auto v = violation(record)) throw Error(ErrorCode::kSchemaViolation, v->second, path, v->first);
   init();
+  remove_leftovers(dir_);
   write_atomically(path, record.dump(2) + "\n");
 }
 
 ordered_json MemoryStore::create(const std::string& version, const ordered_json& fields) const {
   const std::string path = path_of(version);
+  const detail::FileLock lock = lock_records(dir_);
   if (fs::exists(path)) throw Error(ErrorCode::kBadInput, "version " + version + " exists; update it, or create the next one", path);
   ordered_json record = default_record(version);
   for (auto it = fields.begin(); it != fields.end(); ++it) {
@@ -163,7 +180,7 @@ ordered_json MemoryStore::create(const std::string& version, const ordered_json&
     if (!node) throw Error(ErrorCode::kUsage, "bad field path " + it.key());
     *node = it.value();
   }
-  write(record);
+  write_locked(record);
   return record;
 }
 
@@ -183,6 +200,8 @@ ordered_json MemoryStore::read(const std::string& version, bool include_masked) 
 }
 
 ordered_json MemoryStore::update(const std::string& version, const std::vector<std::pair<std::string, ordered_json>>& sets) const {
+  path_of(version);  // a bad version name is refused before any lock or folder
+  const detail::FileLock lock = lock_records(dir_);
   ordered_json record = read(version, true);
   for (const auto& [path, value] : sets) {
     if (path == "version" || path == "schema_version") throw Error(ErrorCode::kUsage, path + " cannot be changed");
@@ -190,14 +209,16 @@ ordered_json MemoryStore::update(const std::string& version, const std::vector<s
     if (!node) throw Error(ErrorCode::kUsage, "bad field path " + path);
     *node = value;
   }
-  write(record);  // validates: a bad type leaves the old file untouched
+  write_locked(record);  // validates: a bad type leaves the old file untouched
   return record;
 }
 
 void MemoryStore::set_masked(const std::string& version, bool masked) const {
+  path_of(version);
+  const detail::FileLock lock = lock_records(dir_);
   ordered_json record = read(version, true);
   record["masked"] = masked;
-  write(record);
+  write_locked(record);
 }
 
 std::vector<std::string> MemoryStore::list() const {
@@ -239,6 +260,8 @@ std::pair<std::string, ordered_json> MemoryStore::parse_assignment(const std::st
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0) throw Error(ErrorCode::kUsage, "--set takes field.path=value, got \"" + text + "\"");
   const std::string key = text.substr(0, eq), raw = text.substr(eq + 1);
+  if (detail::json_nesting_depth(raw) > detail::kMaxJsonDepth)
+    throw Error(ErrorCode::kUsage, "--set " + key + ": the value nests deeper than " + std::to_string(detail::kMaxJsonDepth) + " levels");
   ordered_json value = ordered_json::parse(raw, nullptr, false);
   if (value.is_discarded()) value = raw;  // a bare word is a string
   return {key, value};

@@ -31,8 +31,9 @@ ordered_json peak_json(const std::string& name, const CitedValue& v, double achi
 }  // namespace
 
 ordered_json compute_utilization(QueryEngine& engine, const UtilRequest& r) {
-  if (!(r.time_ms > 0)) throw Error(ErrorCode::kUsage, "--time-ms must be positive");
-  if (r.flops < 0 || r.bytes < 0) throw Error(ErrorCode::kUsage, "--flops and --bytes must not be negative");
+  if (!(r.time_ms > 0) || !std::isfinite(r.time_ms)) throw Error(ErrorCode::kUsage, "--time-ms must be a positive finite number");
+  if (!(r.flops >= 0) || !(r.bytes >= 0) || !std::isfinite(r.flops) || !std::isfinite(r.bytes))
+    throw Error(ErrorCode::kUsage, "--flops and --bytes must be finite and not negative");
   if (r.flops == 0 && r.bytes == 0) throw Error(ErrorCode::kUsage, "give --flops, --bytes or both");
   if (r.unit != "auto" && r.unit != "matrix" && r.unit != "vector") throw Error(ErrorCode::kUsage, "--unit is matrix, vector or auto");
   const detail::TargetInfo t = detail::resolve_target(engine, r.product, r.dtype);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "json_args.hpp"
 #include "kwiki/answer.hpp"
 #include "kwiki/error.hpp"
 #include "kwiki/indexer.hpp"
@@ -27,38 +28,48 @@ char* dup(const std::string& s) {
   return out;
 }
 
+using kwiki::detail::arg_bool;
+using kwiki::detail::arg_integer;
+using kwiki::detail::arg_number;
+using kwiki::detail::arg_string;
+using kwiki::detail::arg_strings;
+
 json parse_request(const char* text) {
   if (!text) throw kwiki::Error(kwiki::ErrorCode::kUsage, "the request is NULL; pass a JSON object");
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw kwiki::Error(kwiki::ErrorCode::kInvalidJson, "the request is not a JSON object");
+  json j = kwiki::detail::parse_untrusted_json(text, "the request");
+  if (!j.is_object()) throw kwiki::Error(kwiki::ErrorCode::kInvalidJson, "the request is not a JSON object");
   return j;
 }
 
-// Runs `body`, turning kwiki errors (and anything else) into a status and an error document.
+// Runs `body`, which returns a status and fills `result`; turns kwiki errors (and anything else)
+// into a status and an error document. *out is written only when `out` is not NULL: a caller
+// that does not want the document may pass NULL and still get the status.
 template <class Body>
 int guarded(char** out, Body body) {
   if (out) *out = nullptr;
+  std::string result;
+  int status = KWIKI_RUNTIME_ERROR;
   try {
-    return body();
+    status = body(result);
   } catch (const kwiki::Error& e) {
-    if (out) *out = dup(e.to_json());
-    return kwiki::exit_code_for(e.code());
+    result = e.to_json();
+    status = kwiki::exit_code_for(e.code());
+  } catch (const nlohmann::json::exception& e) {
+    // A request member of the wrong JSON type that a reader did not check: the caller's input.
+    result = kwiki::Error(kwiki::ErrorCode::kUsage, std::string("a request member has the wrong type: ") + e.what()).to_json();
+    status = KWIKI_BAD_INPUT;
   } catch (const std::exception& e) {
-    if (out) *out = dup(kwiki::Error(kwiki::ErrorCode::kInternal, std::string("unexpected failure: ") + e.what()).to_json());
-    return KWIKI_RUNTIME_ERROR;
+    result = kwiki::Error(kwiki::ErrorCode::kInternal, std::string("unexpected failure: ") + e.what()).to_json();
   } catch (...) {
-    if (out) *out = dup(kwiki::Error(kwiki::ErrorCode::kInternal, "unexpected failure").to_json());
-    return KWIKI_RUNTIME_ERROR;
+    result = kwiki::Error(kwiki::ErrorCode::kInternal, "unexpected failure").to_json();
   }
+  if (out && !result.empty()) *out = dup(result);
+  return status;
 }
 
-std::vector<std::string> strings(const json& j, const char* key) {
-  std::vector<std::string> out;
-  if (auto it = j.find(key); it != j.end()) {
-    if (!it->is_array()) throw kwiki::Error(kwiki::ErrorCode::kBadInput, std::string(key) + " must be an array of strings", "", std::string("/") + key);
-    for (const auto& v : *it) out.push_back(v.get<std::string>());
-  }
-  return out;
+kwiki::QueryEngine& engine_of(kwiki_engine* engine) {
+  if (!engine) throw kwiki::Error(kwiki::ErrorCode::kUsage, "engine is NULL: call kwiki_open first");
+  return engine->engine;
 }
 
 }  // namespace
@@ -68,29 +79,29 @@ extern "C" {
 const char* kwiki_version(void) { return "0.1.0"; }
 
 int kwiki_index(const char* request_json, char** out) {
-  return guarded(out, [&] {
+  return guarded(out, [&](std::string& result) {
     const json r = parse_request(request_json);
     kwiki::IndexOptions options;
-    options.wiki_roots = strings(r, "wiki");
-    options.internal_roots = strings(r, "internal");
+    options.wiki_roots = arg_strings(r, "wiki");
+    options.internal_roots = arg_strings(r, "internal");
     if (options.wiki_roots.empty() && options.internal_roots.empty()) options.wiki_roots = {kwiki::bundled_wiki_dir()};
-    options.index_dir = kwiki::resolve_index_dir(r.value("index", ""));
-    options.check_only = r.value("check", false);
-    options.strict = r.value("strict", false);
-    options.force = r.value("force", false);
-    options.shards = r.value("shards", std::size_t{1});
+    options.index_dir = kwiki::resolve_index_dir(arg_string(r, "index"));
+    options.check_only = arg_bool(r, "check", false);
+    options.strict = arg_bool(r, "strict", false);
+    options.force = arg_bool(r, "force", false);
+    options.shards = static_cast<std::size_t>(arg_integer(r, "shards", 1, 1, 256));
     const kwiki::IndexReport report = kwiki::build_index(options);
     ordered_json j = {{"index", options.index_dir}, {"generation", report.generation}, {"rebuilt", report.rebuilt},
                       {"records", report.records}, {"warnings", report.diagnostics.size()}};
     if (!report.shard_dirs.empty()) j["shards"] = report.shard_dirs;
-    *out = dup(kwiki::json_text(j));
+    result = kwiki::json_text(j);
     return KWIKI_OK;
   });
 }
 
 int kwiki_open_shards(const char* index_dir, const char* shards, kwiki_engine** engine, char** error) {
   if (engine) *engine = nullptr;
-  return guarded(error, [&] {
+  return guarded(error, [&](std::string&) {
     if (!engine) throw kwiki::Error(kwiki::ErrorCode::kUsage, "engine must not be NULL");
     const std::string dir = kwiki::resolve_index_dir(index_dir ? index_dir : "");
     kwiki::ensure_index(dir);
@@ -106,40 +117,41 @@ int kwiki_open(const char* index_dir, kwiki_engine** engine, char** error) {
 }
 
 int kwiki_query(kwiki_engine* engine, const char* request_json, char** out) {
-  return guarded(out, [&] {
-    if (!engine) throw kwiki::Error(kwiki::ErrorCode::kUsage, "engine is NULL: call kwiki_open first");
+  return guarded(out, [&](std::string& result) {
+    kwiki::QueryEngine& e = engine_of(engine);
     const json r = parse_request(request_json);
     kwiki::QueryOptions options;
-    options.brief = r.value("brief", false);
-    options.max_bytes = r.value("max_bytes", 0u);
-    options.max_records = r.value("max_records", 20u);
-    options.explain = r.value("explain", false);
+    options.brief = arg_bool(r, "brief", false);
+    options.max_bytes = static_cast<std::size_t>(arg_integer(r, "max_bytes", 0, 0, 10'000'000));
+    options.max_records = static_cast<std::size_t>(arg_integer(r, "max_records", 20, 1, 1000));
+    options.explain = arg_bool(r, "explain", false);
     std::optional<json> intent;
-    if (r.contains("intent")) intent = r["intent"];
-    const kwiki::QueryResult result = engine->engine.query(r.value("text", ""), options, intent);
-    *out = dup(result.json);
-    return result.exit_code;
+    if (r.contains("intent") && !r["intent"].is_null()) intent = r["intent"];
+    const kwiki::QueryResult answer = e.query(arg_string(r, "text"), options, intent);
+    result = answer.json;
+    return answer.exit_code;
   });
 }
 
 int kwiki_hardware(kwiki_engine* engine, const char* request_json, char** out) {
-  return guarded(out, [&] {
-    if (!engine) throw kwiki::Error(kwiki::ErrorCode::kUsage, "engine is NULL: call kwiki_open first");
+  return guarded(out, [&](std::string& result) {
+    kwiki::QueryEngine& e = engine_of(engine);
     const json r = parse_request(request_json);
-    if (!r.contains("product")) throw kwiki::Error(kwiki::ErrorCode::kUsage, "hardware needs \"product\"", "", "/product");
-    const kwiki::HardwareAnswer a = engine->engine.hardware(r["product"], r.value("field", ""), r.value("vs", ""));
-    *out = dup(a.json);
+    const std::string product = arg_string(r, "product");
+    if (product.empty()) throw kwiki::Error(kwiki::ErrorCode::kUsage, "hardware needs \"product\"", "", "/product");
+    const kwiki::HardwareAnswer a = e.hardware(product, arg_string(r, "field"), arg_string(r, "vs"));
+    result = a.json;
     return a.exit_code;
   });
 }
 
 int kwiki_get(kwiki_engine* engine, const char* request_json, char** out) {
-  return guarded(out, [&] {
-    if (!engine) throw kwiki::Error(kwiki::ErrorCode::kUsage, "engine is NULL: call kwiki_open first");
+  return guarded(out, [&](std::string& result) {
+    kwiki::QueryEngine& e = engine_of(engine);
     const json r = parse_request(request_json);
     kwiki::Answer answer;
-    for (const auto& id : strings(r, "ids")) {
-      auto record = engine->engine.store().get(id);
+    for (const auto& id : arg_strings(r, "ids")) {
+      auto record = e.store().get(id);
       if (!record) {
         answer.notes.push_back("unknown id: " + id);
         continue;
@@ -149,54 +161,55 @@ int kwiki_get(kwiki_engine* engine, const char* request_json, char** out) {
       a.why = {"requested by id"};
       answer.records.push_back(std::move(a));
     }
-    *out = dup(kwiki::render_answer_json(answer));
+    result = kwiki::render_answer_json(answer);
     return answer.records.empty() ? KWIKI_NOTHING_FOUND : KWIKI_OK;
   });
 }
 
 int kwiki_plan(kwiki_engine* engine, const char* request_json, char** out) {
-  return guarded(out, [&] {
-    if (!engine) throw kwiki::Error(kwiki::ErrorCode::kUsage, "engine is NULL: call kwiki_open first");
+  return guarded(out, [&](std::string& result) {
+    kwiki::QueryEngine& e = engine_of(engine);
     const json r = parse_request(request_json);
     kwiki::PlanRequest p;
-    p.task_path = r.value("task", "");
-    p.product = r.value("gpu", "");
-    p.workspace = r.value("workspace", "");
-    p.pattern_override = r.value("pattern", "");
-    p.shape_ids = strings(r, "shapes");
-    p.force = r.value("force", false);
-    p.dry_run = r.value("dry_run", true);
+    p.task_path = arg_string(r, "task");
+    p.product = arg_string(r, "gpu");
+    p.workspace = arg_string(r, "workspace");
+    p.pattern_override = arg_string(r, "pattern");
+    p.shape_ids = arg_strings(r, "shapes");
+    p.force = arg_bool(r, "force", false);
+    p.dry_run = arg_bool(r, "dry_run", true);
+    p.dry_run_timeout_seconds = static_cast<int>(arg_integer(r, "dry_run_timeout", 120, 1, 3600));
     if (p.task_path.empty() || p.product.empty()) throw kwiki::Error(kwiki::ErrorCode::kUsage, "plan needs \"task\" and \"gpu\"");
-    const kwiki::PlanResult result = kwiki::make_plan(p, engine->engine);
-    ordered_json j = {{"workspace", result.workspace}, {"pattern", result.pattern}, {"plan", result.plan}};
-    *out = dup(kwiki::json_text(j));
+    const kwiki::PlanResult planned = kwiki::make_plan(p, e);
+    ordered_json j = {{"workspace", planned.workspace}, {"pattern", planned.pattern}, {"plan", planned.plan}};
+    result = kwiki::json_text(j);
     return KWIKI_OK;
   });
 }
 
 int kwiki_util(kwiki_engine* engine, const char* request_json, char** out) {
-  return guarded(out, [&] {
-    if (!engine) throw kwiki::Error(kwiki::ErrorCode::kUsage, "engine is NULL: call kwiki_open first");
+  return guarded(out, [&](std::string& result) {
+    kwiki::QueryEngine& e = engine_of(engine);
     const json r = parse_request(request_json);
     kwiki::UtilRequest u;
-    u.product = r.value("gpu", "");
-    u.dtype = r.value("dtype", "bf16");
-    u.flops = r.value("flops", 0.0);
-    u.bytes = r.value("bytes", 0.0);
-    u.time_ms = r.value("time_ms", 0.0);
-    if (r.contains("grid_blocks")) u.grid_blocks = r["grid_blocks"].get<long long>();
-    u.unit = r.value("unit", "auto");
-    *out = dup(kwiki::json_text(kwiki::compute_utilization(engine->engine, u)));
+    u.product = arg_string(r, "gpu");
+    u.dtype = arg_string(r, "dtype", "bf16");
+    u.flops = arg_number(r, "flops", 0.0, 0.0, 1e30);
+    u.bytes = arg_number(r, "bytes", 0.0, 0.0, 1e30);
+    u.time_ms = arg_number(r, "time_ms", 0.0, 0.0, 1e12);
+    if (r.contains("grid_blocks") && !r["grid_blocks"].is_null()) u.grid_blocks = arg_integer(r, "grid_blocks", 1, 1, 1LL << 40);
+    u.unit = arg_string(r, "unit", "auto");
+    result = kwiki::json_text(kwiki::compute_utilization(e, u));
     return KWIKI_OK;
   });
 }
 
 int kwiki_feedback(kwiki_engine* engine, const char* request_json, char** out) {
-  return guarded(out, [&] {
-    if (!engine) throw kwiki::Error(kwiki::ErrorCode::kUsage, "engine is NULL: call kwiki_open first");
+  return guarded(out, [&](std::string& result) {
+    kwiki::QueryEngine& e = engine_of(engine);
     const json r = parse_request(request_json);
-    engine->engine.feedback(r.value("query_id", ""), r.value("id", ""), r.value("outcome", ""));
-    *out = dup(R"({"recorded":true})");
+    e.feedback(arg_string(r, "query_id"), arg_string(r, "id"), arg_string(r, "outcome"));
+    result = R"({"recorded":true})";
     return KWIKI_OK;
   });
 }

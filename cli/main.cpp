@@ -2,7 +2,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -52,6 +55,14 @@ kwiki::Store open_store(const std::string& index_option) {
   const std::string dir = kwiki::resolve_index_dir(index_option);
   kwiki::ensure_index(dir);
   return kwiki::Store::open(dir);
+}
+
+// The serving generation's deep check, for stats and index --check: problems on stderr, exit 4.
+int report_integrity(const std::vector<std::string>& problems, const std::string& dir) {
+  for (const auto& p : problems) std::fprintf(stderr, "kwiki: integrity: %s\n", p.c_str());
+  if (problems.empty()) return kExitOk;
+  std::fprintf(stderr, "kwiki: the index in %s is damaged; rebuild it with `kwiki index --force --index %s`\n", dir.c_str(), dir.c_str());
+  return kwiki::exit_code_for(ErrorCode::kIndexCorrupt);
 }
 
 // ---- kwiki index ----
@@ -107,6 +118,14 @@ int run_index(const IndexArgs& args, const std::string& index_option, const Outp
   if (limit < report.diagnostics.size())
     std::fprintf(stderr, "kwiki: %zu more warning(s); --warnings lists them all\n", report.diagnostics.size() - limit);
 
+  // --check also checks the index that serves now, when there is one.
+  std::vector<std::string> problems;
+  bool checked_index = false;
+  if (args.check && !kwiki::current_generation(options.index_dir).empty()) {
+    problems = kwiki::Store::open(options.index_dir).check_integrity();
+    checked_index = true;
+  }
+  const int status = report_integrity(problems, options.index_dir);
   ordered_json j;
   j["mode"] = args.check ? "check" : "index";
   j["index"] = args.check ? "" : options.index_dir;
@@ -121,6 +140,7 @@ int run_index(const IndexArgs& args, const std::string& index_option, const Outp
   // Shard folders, for xapian-tcpsrv on the hosts that will serve them.
   const std::vector<std::string>& shard_dirs = report.shard_dirs;
   if (!shard_dirs.empty()) j["shards"] = shard_dirs;
+  if (checked_index) j["index_integrity"] = {{"ok", problems.empty()}, {"problems", problems}};
   if (out.want_json()) {
     print_line(kwiki::json_text(j));
   } else if (args.check) {
@@ -134,13 +154,16 @@ int run_index(const IndexArgs& args, const std::string& index_option, const Outp
   }
   if (!out.want_json())
     for (const auto& d : shard_dirs) std::printf("  full-text shard (serve with: xapian-tcpsrv --port PORT %s)\n", d.c_str());
-  return kExitOk;
+  if (checked_index && !out.want_json()) std::printf("serving index %s: %s\n", options.index_dir.c_str(), problems.empty() ? "intact" : "DAMAGED");
+  return status;
 }
 
 // ---- kwiki stats ----
 int run_stats(const std::string& index_option, const OutputFlags& out) {
   const kwiki::Store store = open_store(index_option);
   const kwiki::StoreStats st = store.stats();
+  const std::vector<std::string> problems = store.check_integrity();
+  const int status = report_integrity(problems, kwiki::resolve_index_dir(index_option));
   if (out.want_json()) {
     ordered_json j;
     j["generation"] = st.generation;
@@ -156,8 +179,9 @@ int run_stats(const std::string& index_option, const OutputFlags& out) {
     for (const auto& r : st.roots) roots.push_back({{"store", r.store}, {"path", r.path}, {"records", r.records}});
     j["roots"] = roots;
     if (!st.shard_dirs.empty()) j["shards"] = st.shard_dirs;
+    j["integrity"] = {{"ok", problems.empty()}, {"problems", problems}};
     print_line(kwiki::json_text(j));
-    return kExitOk;
+    return status;
   }
   std::printf("generation %s (built %s): %zu records, %zu warning(s)\n", st.generation.c_str(), st.created_at.c_str(),
               st.records, st.warnings);
@@ -171,7 +195,8 @@ int run_stats(const std::string& index_option, const OutputFlags& out) {
   section("by type", st.by_type);
   section("by vendor", st.by_vendor);
   section("by arch", st.by_arch);
-  return kExitOk;
+  std::printf("integrity: %s\n", problems.empty() ? "ok (store quick_check, record checksums, full-text manifest, Xapian check)" : "DAMAGED");
+  return status;
 }
 
 // ---- kwiki get ----
@@ -416,6 +441,33 @@ int run_memory(const MemoryArgs& a, const OutputFlags& out) {
   return kExitOk;
 }
 
+// Numbers from the command line: finite, and within the range the option allows (CLI11 would
+// otherwise read "-1" into an unsigned option as a huge value, and "inf" as a number).
+CLI::Validator finite_in(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < min || v > max)
+          return "must be a finite number from " + CLI::detail::to_string(min) + " to " + CLI::detail::to_string(max) + ", got \"" + text + "\"";
+        return std::string();
+      },
+      "NUMBER");
+}
+
+CLI::Validator whole_in(long long min, long long max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || end == text.c_str() || *end != '\0' || errno == ERANGE || v < min || v > max)
+          return "must be a whole number from " + std::to_string(min) + " to " + std::to_string(max) + ", got \"" + text + "\"";
+        return std::string();
+      },
+      "INT");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -441,7 +493,8 @@ int main(int argc, char** argv) {
   index->add_flag("--force", index_args.force, "rebuild even when the corpus is unchanged");
   index->add_flag("--warnings", index_args.list_warnings, "list every warning on stderr");
   index->add_option("--shards", index_args.shards,
-                    "split the full-text index into N Xapian shard databases (each servable by xapian-tcpsrv; default 1)");
+                    "split the full-text index into N Xapian shard databases (each servable by xapian-tcpsrv; 1 to 256, default 1)")
+      ->check(whole_in(1, 256));
 
   auto* stats = app.add_subcommand("stats", "records by store, type, vendor and architecture; the generation; roots");
 
@@ -453,8 +506,9 @@ int main(int argc, char** argv) {
   auto* query = app.add_subcommand("query", "answer a natural-language request from the knowledge base");
   query->add_option("text", query_args.text, "the request, in prose (quote it); - reads it from standard input");
   query->add_flag("--brief", query_args.options.brief, "elide long payload fields (listed in payload.omitted_by_brief)");
-  query->add_option("--max-bytes", query_args.options.max_bytes, "hard limit on the answer's size in bytes (>= 256)");
-  query->add_option("--max-records", query_args.options.max_records, "at most this many records (default 20)");
+  query->add_option("--max-bytes", query_args.options.max_bytes, "hard limit on the answer's size in bytes (256 to 10000000; 0 = none)")
+      ->check(whole_in(0, 10'000'000));
+  query->add_option("--max-records", query_args.options.max_records, "at most this many records (1 to 1000, default 20)")->check(whole_in(1, 1000));
   query->add_flag("--explain", query_args.options.explain, "add the extracted intent and score parts under \"explain\"");
   query->add_option("--intent", query_args.intent_file, "replay an upstream 8-slot intent JSON file instead of extracting one");
   query->add_option("--remote", query_args.remote,
@@ -484,6 +538,14 @@ int main(int argc, char** argv) {
   plan->add_option("--shapes", plan_shapes, "comma-separated shape ids to plan (default: all)");
   plan->add_flag("--force", plan_request.force, "replace an existing workspace");
   plan->add_flag("--no-dry-run", no_dry_run, "do not run the PyTorch reference even when torch is importable");
+  plan->footer(
+      "kwiki plan RUNS CODE: the task's reference.py and input.py are executed (python with torch, $KWIKI_PYTHON\n"
+      "or python3) once per shape for the dry run, with your user's rights. They run in their own process group with a\n"
+      "scrubbed environment and are killed at --dry-run-timeout, but that is no sandbox: plan only tasks you trust,\n"
+      "or pass --no-dry-run. --force replaces only a folder that kwiki plan made (it holds .kwiki-workspace).");
+  plan->add_option("--dry-run-timeout", plan_request.dry_run_timeout_seconds,
+                   "seconds the dry run may take before its process group is killed (1 to 3600, default 120)")
+      ->check(whole_in(1, 3600));
 
   kwiki::BaselineRequest baseline_request;
   std::string baseline_shapes;
@@ -493,7 +555,8 @@ int main(int argc, char** argv) {
   baseline->add_option("--kernel", baseline_request.kernel_file, "measure this kernel (launcher ABI v1) instead of the template's");
   baseline->add_option("--shapes", baseline_shapes, "comma-separated shape ids (default: all)");
   baseline->add_flag("--allow-other-device", baseline_request.allow_other_device, "run on a GPU other than the plan's product, labelling every figure");
-  baseline->add_option("--timeout", baseline_request.timeout_sec, "seconds per case before TIMEOUT_FAIL (default 30)");
+  baseline->add_option("--timeout", baseline_request.timeout_sec, "seconds per case before TIMEOUT_FAIL (1 to 86400, default 30)")
+      ->check(whole_in(1, 86400));
   baseline->add_flag("--no-commit", no_commit, "do not commit in the workspace");
   baseline->footer("Exit: 0 measured and correct, 1 ran but incorrect, 2 usage or input error, 4 build or runtime failure, 5 built but not measured (no suitable device).");
 
@@ -502,10 +565,10 @@ int main(int argc, char** argv) {
   auto* util = app.add_subcommand("util", "achieved TFLOPS and GB/s, % of the cited peaks and of SOL");
   util->add_option("--gpu", util_request.product, "product (H200, MI300X, ...)")->required();
   util->add_option("--dtype", util_request.dtype, "dtype of the matrix work (bf16, fp16, fp8, fp32)");
-  util->add_option("--flops", util_request.flops, "FLOPs of the timed work");
-  util->add_option("--bytes", util_request.bytes, "bytes moved by the timed work");
-  util->add_option("--time-ms", util_request.time_ms, "measured time in milliseconds")->required();
-  util->add_option("--grid-blocks", grid_blocks, "blocks launched (reports waves over the SMs/CUs)");
+  util->add_option("--flops", util_request.flops, "FLOPs of the timed work")->check(finite_in(0, 1e30));
+  util->add_option("--bytes", util_request.bytes, "bytes moved by the timed work")->check(finite_in(0, 1e30));
+  util->add_option("--time-ms", util_request.time_ms, "measured time in milliseconds (> 0)")->required()->check(finite_in(1e-9, 1e12));
+  util->add_option("--grid-blocks", grid_blocks, "blocks launched (reports waves over the SMs/CUs)")->check(whole_in(1, 1LL << 40));
   util->add_option("--unit", util_request.unit, "matrix | vector | auto (default: matrix for 16/8-bit dtypes)");
 
   MemoryArgs memory_args;
@@ -556,8 +619,11 @@ int main(int argc, char** argv) {
     }
     if (*memory) return run_memory(memory_args, out);
     if (*mcp) {
-      kwiki::QueryEngine engine = open_engine(index_option, query_args.remote);
-      kwiki::McpServer server(engine);
+      const std::string dir = kwiki::resolve_index_dir(index_option);
+      kwiki::ensure_index(dir);
+      kwiki::OpenOptions options;
+      options.shards = query_args.remote;
+      kwiki::McpServer server(dir, options);
       server.serve(std::cin, std::cout);
       return kExitOk;
     }

@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -40,13 +41,58 @@ long generation_number(const std::string& name) {
 
 }  // namespace
 
+CurrentPointer read_current_pointer(const std::string& index_dir) {
+  CurrentPointer p;
+  const std::string path = index_dir + "/" + kCurrentFile;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return p;
+  p.state = CurrentPointer::State::kDamaged;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    p.problem = "CURRENT cannot be read";
+    return p;
+  }
+  char buf[64] = {};
+  in.read(buf, sizeof buf - 1);
+  std::string text(buf, static_cast<std::size_t>(in.gcount()));
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  if (text.size() != std::strlen(kGenerationPrefix) + 6 || generation_number(text) < 0) {
+    p.problem = text.empty() ? "CURRENT is empty" : "CURRENT does not name a generation";
+    return p;
+  }
+  p.state = CurrentPointer::State::kValid;
+  p.name = text;
+  return p;
+}
+
 std::optional<std::string> read_current_generation(const std::string& index_dir) {
-  std::ifstream in(index_dir + "/" + kCurrentFile);
-  if (!in) return std::nullopt;
-  std::string name;
-  std::getline(in, name);
-  if (generation_number(name) < 0 || name.find('/') != std::string::npos) return std::nullopt;
-  return name;
+  CurrentPointer p = read_current_pointer(index_dir);
+  if (p.state != CurrentPointer::State::kValid) return std::nullopt;
+  return p.name;
+}
+
+std::string serving_generation(const std::string& index_dir) {
+  const CurrentPointer p = read_current_pointer(index_dir);
+  if (p.state == CurrentPointer::State::kValid) return p.name;
+  const std::vector<std::string> found = published_generations(index_dir);
+  if (p.state == CurrentPointer::State::kAbsent && found.empty())
+    throw Error(ErrorCode::kIndexMissing, "no index here; run `kwiki index --index " + index_dir + "`", index_dir);
+  const std::string problem = p.state == CurrentPointer::State::kDamaged ? p.problem : "CURRENT is missing";
+  throw Error(ErrorCode::kIndexCorrupt,
+              problem + " (" + std::to_string(found.size()) + " generation folder(s) present); kwiki changed and deleted nothing. "
+                        "Run `kwiki index --force --index " + index_dir + "` to build and serve a new generation (the old ones are kept)",
+              index_dir + "/" + kCurrentFile);
+}
+
+std::vector<std::string> published_generations(const std::string& index_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(index_dir, ec)) {
+    const std::string n = entry.path().filename().string();
+    if (generation_number(n) >= 0 && n.size() == std::strlen(kGenerationPrefix) + 6) out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 WriterLock::WriterLock(const std::string& index_dir) {
@@ -91,7 +137,8 @@ void publish_generation(const std::string& index_dir, const std::string& staging
   const std::string final_dir = index_dir + "/" + name;
   if (::rename(staging.c_str(), final_dir.c_str()) != 0)
     throw Error(ErrorCode::kIo, std::string("cannot publish the generation: ") + std::strerror(errno), final_dir);
-  const std::optional<std::string> previous = read_current_generation(index_dir);
+  const CurrentPointer before = read_current_pointer(index_dir);
+  const std::optional<std::string> previous = before.state == CurrentPointer::State::kValid ? std::optional(before.name) : std::nullopt;
   const std::string tmp = index_dir + "/" + kCurrentFile + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -112,8 +159,12 @@ void publish_generation(const std::string& index_dir, const std::string& staging
   std::vector<std::string> doomed;
   for (const auto& entry : fs::directory_iterator(index_dir, ec)) {
     const std::string n = entry.path().filename().string();
-    const bool staging_dir = n.size() > std::strlen(kStagingSuffix) && n.ends_with(kStagingSuffix);
-    if (staging_dir || (generation_number(n) >= 0 && n != name && (!previous || n != *previous)))
+    // Only names kwiki gives: gen-NNNNNN and gen-NNNNNN.staging (nothing else in the folder is touched).
+    const std::size_t name_size = std::strlen(kGenerationPrefix) + 6;
+    const bool generation_dir = generation_number(n) >= 0 && n.size() == name_size;
+    const bool staging_dir = generation_number(n) >= 0 && n.size() == name_size + std::strlen(kStagingSuffix) && n.ends_with(kStagingSuffix);
+    // Without a valid previous pointer kwiki cannot tell which old generation served last: keep them all.
+    if (staging_dir || (previous && generation_dir && n != name && n != *previous))
       doomed.push_back(entry.path().string());
   }
   for (const auto& path : doomed) remove_tree_quietly(path);

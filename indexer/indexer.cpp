@@ -374,8 +374,14 @@ std::string resolve_index_dir(const std::string& cli_value) {
   return absolute_or_same(".kwiki-index");
 }
 
+std::string current_generation(const std::string& index_dir) { return detail::read_current_generation(index_dir).value_or(""); }
+
 bool ensure_index(const std::string& index_dir) {
-  if (detail::read_current_generation(index_dir)) return false;
+  const detail::CurrentPointer pointer = detail::read_current_pointer(index_dir);
+  if (pointer.state == detail::CurrentPointer::State::kValid) return false;
+  // Only a folder with no index at all is built; a damaged one is reported, never replaced.
+  if (pointer.state == detail::CurrentPointer::State::kDamaged || !detail::published_generations(index_dir).empty())
+    detail::serving_generation(index_dir);  // throws kIndexCorrupt with what to run
   const std::string wiki = bundled_wiki_dir();
   if (wiki.empty())
     throw Error(ErrorCode::kIndexMissing,

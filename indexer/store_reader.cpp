@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "generation.hpp"
+#include "integrity.hpp"
 #include "kwiki/error.hpp"
 #include "kwiki/store.hpp"
 #include "sqlite_check.hpp"
@@ -15,7 +16,7 @@ namespace {
 
 constexpr const char* kRecordColumns =
     "key,id,store,source,schema,type,vendor,arch,product,dsl,operator_family,level,status,applies_to,payload,"
-    "confidence,tier,worth,path,root";
+    "confidence,tier,worth,path,root,checksum";
 
 Record record_from_row(const detail::Statement& s) {
   Record r;
@@ -39,6 +40,8 @@ Record record_from_row(const detail::Statement& s) {
   r.worth = sqlite3_column_double(s.get(), 17);
   r.path = s.text(18);
   r.root = s.text(19);
+  if (static_cast<std::uint64_t>(sqlite3_column_int64(s.get(), 20)) != detail::record_checksum(r.key, r.payload))
+    throw Error(ErrorCode::kIndexCorrupt, "record \"" + r.key + "\" fails its integrity check (the store is damaged); rebuild with `kwiki index --force`");
   return r;
 }
 
@@ -64,12 +67,10 @@ Store& Store::operator=(Store&&) noexcept = default;
 Store::~Store() = default;
 
 Store Store::open(const std::string& index_dir) {
-  const auto generation = detail::read_current_generation(index_dir);
-  if (!generation)
-    throw Error(ErrorCode::kIndexMissing, "no index here; run `kwiki index --index " + index_dir + "`", index_dir);
+  const std::string generation = detail::serving_generation(index_dir);
   auto impl = std::make_unique<Impl>();
-  impl->generation = *generation;
-  impl->dir = index_dir + "/" + *generation;
+  impl->generation = generation;
+  impl->dir = index_dir + "/" + generation;
   const std::string path = impl->dir + "/" + detail::kStoreFile;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
@@ -158,6 +159,8 @@ StoreStats Store::stats() const {
   while (r.step()) st.roots.push_back({r.text(0), r.text(1), static_cast<std::size_t>(sqlite3_column_int64(r.get(), 2))});
   return st;
 }
+
+std::vector<std::string> Store::check_integrity() const { return detail::check_generation(impl_->dir); }
 
 const std::string& Store::generation_dir() const { return impl_->dir; }
 const std::string& Store::generation() const { return impl_->generation; }

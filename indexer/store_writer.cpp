@@ -17,6 +17,7 @@
 
 #include "generation.hpp"
 #include "sqlite_check.hpp"
+#include "integrity.hpp"
 #include "text_util.hpp"
 
 namespace kwiki::detail {
@@ -29,7 +30,7 @@ CREATE TABLE records(
   key TEXT PRIMARY KEY, id TEXT NOT NULL, store TEXT NOT NULL, source TEXT NOT NULL, schema TEXT NOT NULL,
   type TEXT NOT NULL, vendor TEXT, arch TEXT, product TEXT, dsl TEXT, operator_family TEXT, level TEXT,
   status TEXT, applies_to TEXT NOT NULL, payload TEXT NOT NULL, confidence TEXT, tier TEXT, worth REAL,
-  path TEXT NOT NULL, root TEXT NOT NULL, docid INTEGER NOT NULL);
+  path TEXT NOT NULL, root TEXT NOT NULL, docid INTEGER NOT NULL, checksum INTEGER NOT NULL);
 CREATE TABLE scopes(key TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL);
 CREATE TABLE hw_facts(key TEXT NOT NULL, product TEXT, path TEXT NOT NULL, value TEXT NOT NULL, number REAL,
   unit TEXT, evidence TEXT);
@@ -95,7 +96,7 @@ StoreWriter::StoreWriter(const std::string& generation_dir, std::size_t shards) 
   exec_sql(impl_->db, kSchemaSql);
   exec_sql(impl_->db, "BEGIN");
   impl_->insert_record = std::make_unique<Statement>(impl_->db,
-      "INSERT INTO records VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)");
+      "INSERT INTO records VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)");
   impl_->insert_scope = std::make_unique<Statement>(impl_->db, "INSERT INTO scopes VALUES(?1,?2,?3)");
   impl_->insert_fact = std::make_unique<Statement>(impl_->db, "INSERT INTO hw_facts VALUES(?1,?2,?3,?4,?5,?6,?7)");
   impl_->insert_alias = std::make_unique<Statement>(impl_->db, "INSERT INTO aliases VALUES(?1,?2,?3,?4)");
@@ -257,6 +258,7 @@ void StoreWriter::add(const Record& r, Xapian::Document document, const std::vec
   s.bind(19, r.path);
   s.bind(20, r.root);
   s.bind(21, static_cast<long long>(docid));
+  s.bind(22, static_cast<long long>(record_checksum(r.key, r.payload)));
   s.step();
   s.reset();
 
@@ -455,6 +457,10 @@ void StoreWriter::finish(const std::map<std::string, std::string>& meta,
   // The databases were written with DB_NO_SYNC (one sync here is cheaper than one per flush):
   // make them durable before the generation can be published.
   sync_to_disk(impl_->full_text_files);
+  // Readers check the full text against this manifest before Xapian touches it; verifying it
+  // here once also leaves the stamp that spares the first query the hashing.
+  write_full_text_manifest(impl_->dir, impl_->full_text_files);
+  verify_full_text(impl_->dir);
 }
 
 }  // namespace kwiki::detail

@@ -5,10 +5,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <xapian.h>
 
+#include "file_util.hpp"
 #include "kwiki/indexer.hpp"
 #include "kwiki/record.hpp"
 
@@ -27,7 +29,11 @@ std::vector<std::string> shard_dirs(const std::string& generation_dir);
 inline constexpr const char* kShardKey = "kwiki:shard";              ///< "K/N"
 inline constexpr const char* kFingerprintKey = "kwiki:fingerprint";  ///< the generation's corpus fingerprint
 /// Version of the on-disk layout; bump when the store schema changes.
-inline constexpr int kStoreFormat = 5;
+inline constexpr int kStoreFormat = 6;
+
+/// The integrity check of a stored record (its key and payload bytes), written by the writer
+/// and verified by every Store::get: a damaged page is an error, never a garbled answer.
+inline std::uint64_t record_checksum(std::string_view key, std::string_view payload) { return hash64(payload, hash64(key)); }
 
 /// Xapian boolean term prefixes and value slots, shared by the writer and the query engine.
 namespace term {

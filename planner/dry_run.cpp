@@ -1,15 +1,11 @@
 // The dry run: executes a task's PyTorch reference once per shape to learn its true tensors.
 #include "dry_run.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "kwiki/error.hpp"
+#include "subprocess.hpp"
 
 namespace kwiki::detail {
 namespace {
@@ -24,7 +20,7 @@ try:
     import torch
 except Exception as e:
     print(json.dumps({"skipped": "torch not importable: %s" % e})); sys.exit(0)
-task_dir, shape_ids = sys.argv[1], sys.argv[2].split(",")
+task_dir, shape_ids = sys.argv[1], sys.argv[2:]
 shapes = json.load(open(task_dir + "/shapes.json"))
 def load(name):
     spec = importlib.util.spec_from_file_location("kwiki_task_" + name, task_dir + "/" + name + ".py")
@@ -75,35 +71,42 @@ print(json.dumps(out))
 
 }  // namespace
 
+std::string python_interpreter() {
+  const char* chosen = std::getenv("KWIKI_PYTHON");
+  return chosen && *chosen ? chosen : "python3";
+}
+
 DryRun dry_run(Task& task, int timeout_seconds) {
   DryRun result;
   if (task.form != "benchmark") {
     result.skipped_because = "a task.json task has no input factory to run";
     return result;
   }
-  std::string ids;
-  for (const auto& s : task.shapes) ids += (ids.empty() ? "" : ",") + s.id;
-  const fs::path script = fs::temp_directory_path() / ("kwiki-dry-run-" + std::to_string(getpid()) + ".py");
-  { std::ofstream(script) << kScript; }
-  const std::string command = "timeout " + std::to_string(timeout_seconds) + " python3 " + script.string() + " '" + task.path + "' '" +
-                              ids + "' 2>/dev/null";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::string output;
-  if (pipe) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
-    const int status = ::pclose(pipe);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 124) output.clear();
+  // The script travels as one argument (python -c), the task folder and each shape id as their
+  // own: no shell, no temporary file, nothing a task's names can break out of.
+  ProcessSpec spec;
+  spec.argv = {python_interpreter(), "-c", kScript, task.path};
+  for (const auto& s : task.shapes) spec.argv.push_back(s.id);
+  spec.environment = scrubbed_environment();
+  spec.set_env = {{"PYTHONDONTWRITEBYTECODE", "1"}};
+  spec.timeout_seconds = timeout_seconds;
+  spec.merge_stderr = false;  // the reference's own warnings stay out of the one JSON line
+  const ProcessResult run = run_process(spec);
+  if (!run.started) {
+    result.skipped_because = run.error + " (set KWIKI_PYTHON to an interpreter with torch)";
+    return result;
   }
-  std::error_code ec;
-  fs::remove(script, ec);
+  if (run.timed_out) {
+    result.skipped_because = "the dry run did not finish within " + std::to_string(timeout_seconds) +
+                             " s (reference.py or input.py still running; its process group was killed)";
+    return result;
+  }
+  const std::string& output = run.out;
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(output.substr(0, output.find('\n')));
   } catch (const std::exception&) {
-    result.skipped_because = output.empty() ? "python3 did not run the dry run (missing, or it timed out after " +
-                                                  std::to_string(timeout_seconds) + " s)"
+    result.skipped_because = output.empty() ? spec.argv.front() + " printed nothing (exit " + std::to_string(run.exit_code) + ")"
                                             : "the dry run printed no result";
     return result;
   }

@@ -15,8 +15,13 @@ struct DryRun {
   std::string device;           ///< cuda, meta or cpu
 };
 
-/// Runs reference.py and input.py for each shape (python3 with torch; meta device when no GPU),
-/// filling ShapeCase::inputs/outputs. Throws kwiki::Error kBadInput naming reference.py (or
+/// The interpreter kwiki runs task code with: $KWIKI_PYTHON, else python3 from PATH.
+std::string python_interpreter();
+
+/// Runs reference.py and input.py for each shape (python with torch; meta device when no GPU),
+/// filling ShapeCase::inputs/outputs. The task's code runs in its own process group with a
+/// scrubbed environment (subprocess.hpp); at `timeout_seconds` the group is killed and the dry
+/// run is skipped with the reason. Throws kwiki::Error kBadInput naming reference.py (or
 /// input.py) and the shape when the reference raises. Never throws when torch is missing.
 DryRun dry_run(Task& task, int timeout_seconds = 120);
 

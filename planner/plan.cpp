@@ -1,9 +1,12 @@
 // make_plan: task + product -> roofline, cited V0 design, and a workspace written atomically.
 #include <re2/re2.h>
-#include <unistd.h>
+#include <stdlib.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +19,7 @@
 #include "kwiki/planner.hpp"
 #include "kwiki/query.hpp"
 #include "row_reduction.hpp"
+#include "subprocess.hpp"
 #include "target.hpp"
 
 namespace kwiki {
@@ -82,6 +86,85 @@ std::string fact_line(const std::string& metric, const CitedValue& v) {
   return "- " + metric + ": " + fmt(v.value, 4) + (v.unit.empty() ? "" : " " + v.unit) + " <- " + v.citation + "\n";
 }
 
+
+// A task's name as a folder name: its letters, digits, '.', '_' and '-', the rest as '_'
+// (a metadata.json id is other people's text: no '/', no "..", no quotes reach a path).
+std::string folder_name(const std::string& name) {
+  std::string out;
+  for (const char c : name) out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_';
+  if (out.empty() || out.find_first_not_of('.') == std::string::npos) out = "task";
+  return out;
+}
+
+// Replacing an existing folder is allowed only for one kwiki made (its marker is a plain file).
+void check_replaceable(const fs::path& dir, bool force) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir, ec)) || (fs::is_directory(dir, ec) && fs::is_empty(dir, ec))) return;
+  if (!force) throw Error(ErrorCode::kBadInput, "the workspace exists and is not empty; pass --force to replace it", dir.string());
+  if (!fs::is_directory(fs::symlink_status(dir, ec)) || !fs::is_regular_file(fs::symlink_status(dir / kWorkspaceMarker, ec)))
+    throw Error(ErrorCode::kBadInput,
+                std::string("--force replaces only a workspace made by kwiki plan (it has no ") + kWorkspaceMarker +
+                    "); choose another --workspace, or move this folder away yourself",
+                dir.string());
+}
+
+// The workspace is built beside its final place and renamed in: all or nothing.
+void write_workspace(const PlanRequest& request, const Task& task, const std::string& product,
+                     const std::vector<std::pair<std::string, std::string>>& files, PlanResult& result) {
+  const fs::path final_dir =
+      fs::absolute(request.workspace.empty() ? "kwiki-" + folder_name(task.name) + "-" + folder_name(product) : request.workspace);
+  check_replaceable(final_dir, request.force);
+  std::error_code ec;
+  fs::create_directories(final_dir.parent_path(), ec);
+  std::string staging_name = (final_dir.parent_path() / ("." + final_dir.filename().string() + ".kwiki-staging-XXXXXX")).string();
+  if (!::mkdtemp(staging_name.data()))
+    throw Error(ErrorCode::kIo, std::string("cannot create the staging folder: ") + std::strerror(errno), final_dir.parent_path().string());
+  const fs::path staging = staging_name;
+  try {
+    fs::create_directories(staging / "task");
+    // Links in a task folder are copied as links, never followed: a task cannot pull a file from
+    // elsewhere on this machine into the workspace (and its git history).
+    const auto copy = fs::copy_options::recursive | fs::copy_options::copy_symlinks;
+    if (task.form == "benchmark") {
+      fs::copy(task.path, staging / "task", copy);
+    } else {
+      fs::copy_file(task.path, staging / "task" / "task.json");
+      if (!task.reference.empty()) fs::copy_file(task.reference, staging / "task" / fs::path(task.reference).filename());
+    }
+    if (!task.reference.empty()) fs::copy_file(task.reference, staging / "reference.py");
+    for (const auto& [name, text] : files) write_text(staging / name, text);
+    write_text(staging / kWorkspaceMarker, "made by kwiki plan; kwiki plan --force may replace this folder\n");
+    write_text(staging / ".gitignore", "# kwiki's temporaries (a killed write) and its lock file are never committed\n.*.kwiki-tmp-*\n.kwiki-lock\n");
+    write_text(staging / "memory" / ".keep", "");
+    write_text(staging / "profiles" / ".keep", "");
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "Step 0: plan"}}) {
+      const detail::ProcessResult git = detail::run_git(staging.string(), args);
+      if (!git.ok())
+        throw Error(ErrorCode::kIo, "git " + args.front() + " could not set up the workspace repository: " +
+                                        (git.started ? git.out.substr(0, 300) : git.error),
+                    staging.string());
+    }
+    if (fs::exists(fs::symlink_status(final_dir, ec))) {
+      check_replaceable(final_dir, request.force);  // again, just before it goes
+      std::string old_name = (final_dir.parent_path() / ("." + final_dir.filename().string() + ".kwiki-old-XXXXXX")).string();
+      if (!::mkdtemp(old_name.data())) throw Error(ErrorCode::kIo, "cannot set the old workspace aside", final_dir.string());
+      fs::remove(old_name);
+      fs::rename(final_dir, old_name);
+      fs::rename(staging, final_dir);
+      fs::remove_all(old_name, ec);
+    } else {
+      fs::rename(staging, final_dir);
+    }
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(staging, ec);
+    throw Error(ErrorCode::kIo, std::string("cannot write the workspace: ") + e.what(), final_dir.string());
+  } catch (...) {
+    fs::remove_all(staging, ec);
+    throw;
+  }
+  result.workspace = final_dir.string();
+}
+
 }  // namespace
 
 PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
@@ -110,7 +193,9 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
   result.pattern = pattern.name;
 
   detail::DryRun dry;
-  if (request.dry_run) dry = detail::dry_run(task);
+  if (request.dry_run_timeout_seconds < 1 || request.dry_run_timeout_seconds > 3600)
+    throw Error(ErrorCode::kUsage, "the dry-run timeout must be 1 to 3600 seconds");
+  if (request.dry_run) dry = detail::dry_run(task, request.dry_run_timeout_seconds);
   else dry.skipped_because = "--no-dry-run";
   if (!dry.ran) result.notes.push_back("dry run skipped: " + dry.skipped_because + "; shapes and dtypes are taken from the task's files");
   // Tensors the dry run saw may fill sizes the kwargs did not name.
@@ -299,47 +384,8 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
   md += "\n## Records consulted\n\n| record | query_id | for |\n| --- | --- | --- |\n";
   for (const auto& c : design.consulted) md += "| " + c.record + " | " + c.query_id + " | " + c.aspect + " |\n";
 
-  // The workspace is built beside its final place and renamed in: all or nothing.
-  const fs::path final_dir = fs::absolute(request.workspace.empty() ? "kwiki-" + task.name + "-" + target.product : request.workspace);
-  std::error_code ec;
-  if (fs::exists(final_dir, ec) && !fs::is_empty(final_dir, ec) && !request.force)
-    throw Error(ErrorCode::kBadInput, "the workspace exists and is not empty; pass --force to replace it", final_dir.string());
-  fs::create_directories(final_dir.parent_path(), ec);
-  const fs::path staging = final_dir.parent_path() / ("." + final_dir.filename().string() + ".kwiki-staging-" + std::to_string(getpid()));
-  fs::remove_all(staging, ec);
-  try {
-    fs::create_directories(staging / "task");
-    if (task.form == "benchmark") {
-      fs::copy(task.path, staging / "task", fs::copy_options::recursive);
-    } else {
-      fs::copy_file(task.path, staging / "task" / "task.json");
-      if (!task.reference.empty()) fs::copy_file(task.reference, staging / "task" / fs::path(task.reference).filename());
-    }
-    if (!task.reference.empty()) fs::copy_file(task.reference, staging / "reference.py");
-    write_text(staging / "README.md", readme);
-    write_text(staging / "plans" / "v0_plan.md", md);
-    write_text(staging / "plans" / "v0_plan.json", plan.dump(2) + "\n");
-    write_text(staging / "memory" / ".keep", "");
-    write_text(staging / "profiles" / ".keep", "");
-    const std::string git = "cd '" + staging.string() + "' && git init -q && git add -A && git -c user.name=kwiki -c user.email=kwiki@localhost "
-                            "commit -qm 'Step 0: plan' > /dev/null 2>&1";
-    if (std::system(git.c_str()) != 0) throw Error(ErrorCode::kIo, "git could not initialise the workspace repository", staging.string());
-    if (fs::exists(final_dir, ec)) {
-      const fs::path old = final_dir.parent_path() / ("." + final_dir.filename().string() + ".kwiki-old-" + std::to_string(getpid()));
-      fs::rename(final_dir, old);
-      fs::rename(staging, final_dir);
-      fs::remove_all(old, ec);
-    } else {
-      fs::rename(staging, final_dir);
-    }
-  } catch (const fs::filesystem_error& e) {
-    fs::remove_all(staging, ec);
-    throw Error(ErrorCode::kIo, std::string("cannot write the workspace: ") + e.what(), final_dir.string());
-  } catch (...) {
-    fs::remove_all(staging, ec);
-    throw;
-  }
-  result.workspace = final_dir.string();
+  write_workspace(request, task, target.product, {{"README.md", readme}, {"plans/v0_plan.md", md}, {"plans/v0_plan.json", plan.dump(2) + "\n"}},
+                  result);
   return result;
 }
 

@@ -16,6 +16,12 @@ std::string matrix_dtype(const std::string& dtype) {
 
 }  // namespace
 
+const ArchTarget* find_compile_target(const std::string& compile_target) {
+  for (const ArchTarget& row : kArchTargets)
+    if (compile_target == row.compile_target) return &row;
+  return nullptr;
+}
+
 TargetInfo resolve_target(QueryEngine& engine, const std::string& product, const std::string& dtype) {
   const HardwareAnswer hw = engine.hardware(product);
   TargetInfo t;
@@ -32,12 +38,9 @@ TargetInfo resolve_target(QueryEngine& engine, const std::string& product, const
   t.arch = sheet->arch;
   t.spec_record = sheet->id;
   t.framework = t.vendor == "amd" ? "hip" : "cuda";
-  if (t.arch == "hopper") t.compile_target = "sm_90a";
-  else if (t.arch == "blackwell") t.compile_target = "sm_100a";
-  else if (t.arch == "ampere") t.compile_target = "sm_80";
-  else if (t.arch == "cdna3") t.compile_target = "gfx942";
-  else if (t.arch == "cdna4") t.compile_target = "gfx950";
-  else t.compile_target = "unknown";
+  t.compile_target = "unknown";
+  for (const ArchTarget& row : kArchTargets)
+    if (t.arch == row.arch) t.compile_target = row.compile_target;
   t.warp_size = t.vendor == "amd" ? 64 : 32;
   t.compute_unit_name = t.vendor == "amd" ? "CU" : "SM";
   t.onchip_name = t.vendor == "amd" ? "LDS" : "shared memory";

@@ -25,6 +25,23 @@ struct TargetInfo {
   std::vector<std::string> notes;            ///< facts the wiki does not record
 };
 
+/// One architecture kwiki can compile for: its vendor and the compiler's target name.
+struct ArchTarget {
+  const char* arch;            ///< the wiki's architecture label
+  const char* vendor;          ///< nvidia | amd
+  const char* compile_target;  ///< nvcc -gencode sm_* / clang --offload-arch gfx*
+};
+
+/// Every architecture kwiki compiles for; plans name one of these compile targets.
+inline constexpr ArchTarget kArchTargets[] = {
+    {"hopper", "nvidia", "sm_90a"}, {"blackwell", "nvidia", "sm_100a"}, {"ampere", "nvidia", "sm_80"},
+    {"cdna3", "amd", "gfx942"},     {"cdna4", "amd", "gfx950"},
+};
+
+/// The row whose compile target is `compile_target` (as read back from a plan), or nullptr: a
+/// plan naming anything else is not one kwiki wrote and is refused before any compiler runs.
+const ArchTarget* find_compile_target(const std::string& compile_target);
+
 /// Resolves `product` through the wiki. Throws kwiki::Error kNotRecorded (exit 3) naming the
 /// recorded products when the wiki has no spec sheet for it.
 TargetInfo resolve_target(QueryEngine& engine, const std::string& product, const std::string& dtype);

@@ -8,6 +8,7 @@
 
 #include "budget.hpp"
 #include "hardware_lookup.hpp"
+#include "integrity.hpp"
 #include "kwiki/error.hpp"
 #include "kwiki/query.hpp"
 #include "lexicon.hpp"
@@ -94,7 +95,10 @@ struct QueryEngine::Impl {
         statements(store.sqlite()) {}
 
   static detail::Retriever open_full_text(const Store& store, const OpenOptions& options) {
-    if (options.shards.empty()) return detail::Retriever(store.generation_dir() + "/" + detail::kXapianDir);
+    if (options.shards.empty()) {
+      detail::verify_full_text(store.generation_dir());  // Xapian never reads a damaged file
+      return detail::Retriever(store.generation_dir() + "/" + detail::kXapianDir);
+    }
     std::ifstream in(store.generation_dir() + "/FINGERPRINT");
     std::string fingerprint;
     in >> fingerprint;

@@ -59,8 +59,14 @@ std::string bundled_wiki_dir();
 /// --index value, else $KWIKI_INDEX, else $XDG_CACHE_HOME/kwiki/index, else ~/.cache/kwiki/index.
 std::string resolve_index_dir(const std::string& cli_value);
 
-/// Builds the index from the bundled gpu-wiki when `index_dir` has no generation yet, saying
-/// so on stderr. Returns true when it built one. Throws kwiki::Error when it cannot.
+/// Builds the index from the bundled gpu-wiki when `index_dir` holds no index at all, saying
+/// so on stderr. Returns true when it built one. A folder whose CURRENT pointer is damaged (or
+/// missing beside generations) is never rebuilt or cleaned: kwiki::Error kIndexCorrupt says what
+/// to run. Throws kwiki::Error when it cannot build.
 bool ensure_index(const std::string& index_dir);
+
+/// The generation CURRENT names ("gen-000003"), or "" when it names none. One small read: a
+/// long-lived server calls it between requests to notice a new generation.
+std::string current_generation(const std::string& index_dir);
 
 }  // namespace kwiki

@@ -3,8 +3,11 @@
  * Every function returns a status: 0 success; 1 a valid request with nothing found; 2 bad input
  * or usage; 3 not recorded (an exact hardware fact kwiki does not have); 4 runtime failure.
  * On success *out is a JSON document; on failure it is {"error": {"code", "number", "message",
- * "file", "pointer"}}. Free every returned string with kwiki_free. Handles are not thread-safe:
- * use one per thread. No function throws or aborts on bad input. */
+ * "file", "pointer"}}. Free every returned string with kwiki_free. `out` (and `error`) may be
+ * NULL when only the status is wanted. A request member of the wrong JSON type, a negative or
+ * out-of-range number, or JSON nested deeper than 64 levels is status 2 with one line saying
+ * which member. Handles are not thread-safe: use one per thread. No function throws or aborts
+ * on bad input. */
 #ifndef KWIKI_KWIKI_H
 #define KWIKI_KWIKI_H
 

@@ -10,8 +10,9 @@
 namespace kwiki {
 
 /// The iteration records of one workspace. Every write is validated against the shipped JSON
-/// Schema and is atomic (temporary file, fsync, rename). Not thread-safe across processes
-/// beyond that atomicity.
+/// Schema and is atomic (temporary file, fsync, rename); create, update and mask hold an
+/// exclusive lock (memory/.kwiki-lock) across their read-modify-write, so concurrent processes
+/// lose no update. Temporaries a killed writer left are removed by the next write.
 class MemoryStore {
  public:
   /// The store of `workspace` (its memory/ folder).
@@ -38,13 +39,16 @@ class MemoryStore {
   void write(const nlohmann::ordered_json& record) const;
 
   /// Parses "--set a.b=value": JSON when the value is valid JSON (numbers, true/false/null,
-  /// quoted strings, arrays, objects), else a plain string. Throws kUsage without '='.
+  /// quoted strings, arrays, objects), else a plain string. Throws kUsage without '=' or when the
+  /// value nests deeper than 64 levels.
   static std::pair<std::string, nlohmann::ordered_json> parse_assignment(const std::string& text);
   /// True for "v0", "v1", ..., "v999999" (no leading zeros, no suffixes).
   static bool valid_version(const std::string& version);
 
  private:
   std::string path_of(const std::string& version) const;
+  /// write() for a caller that holds the lock.
+  void write_locked(const nlohmann::ordered_json& record) const;
   std::string dir_;
 };
 

@@ -101,6 +101,9 @@ struct Roofline {
 /// attainable = max(SOL, launch floor). Pure arithmetic; no I/O.
 Roofline evaluate_roofline(const WorkCounts& work, const Ceilings& ceilings);
 
+/// The file kwiki plan leaves at a workspace's top: `--force` replaces only a folder holding it.
+inline constexpr const char* kWorkspaceMarker = ".kwiki-workspace";
+
 /// What `kwiki plan` was asked to do.
 struct PlanRequest {
   std::string task_path;
@@ -110,6 +113,7 @@ struct PlanRequest {
   std::vector<std::string> shape_ids;  ///< --shapes (all when empty)
   bool force = false;                ///< replace an existing workspace
   bool dry_run = true;               ///< run the reference once per shape when torch is importable
+  int dry_run_timeout_seconds = 120; ///< the dry run's process group is killed after this long (1..3600)
 };
 
 /// What it did.

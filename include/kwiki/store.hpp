@@ -48,6 +48,10 @@ class Store {
   std::vector<HardwareFact> facts(std::string_view key) const;
   /// Counts by store, type, vendor, architecture; roots; the generation.
   StoreStats stats() const;
+  /// The deep integrity check (`kwiki stats`, `kwiki index --check`): SQLite quick_check, every
+  /// record's checksum, every full-text file against its manifest, Xapian's own check. Returns
+  /// the problems found; empty means intact. Reads every file of the generation once.
+  std::vector<std::string> check_integrity() const;
   /// The generation folder (holds store.sqlite and xapian/).
   const std::string& generation_dir() const;
   /// The generation's name, e.g. gen-000002.
