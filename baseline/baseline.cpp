@@ -92,6 +92,13 @@ int count_matches(const std::string& text, const std::string& pattern) {
   return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
+// How often each instruction pattern occurs in a listing, as {name: count} in the given order.
+ordered_json instruction_counts(const std::string& listing, std::initializer_list<std::pair<const char*, const char*>> patterns) {
+  ordered_json counts = ordered_json::object();
+  for (const auto& [name, pattern] : patterns) counts[name] = count_matches(listing, pattern);
+  return counts;
+}
+
 // Debian ships the ROCm device libraries (rocm-device-libs 5.2) without the per-target ISA
 // constant of gfx942/gfx950. kwiki builds a ROCm root for clang in its cache: links to Debian's
 // bitcode and headers, plus the missing oclc_isa_version_<gfx>.bc assembled from LLVM IR.
@@ -398,13 +405,13 @@ BaselineResult baseline_stages(const BaselineRequest& request) {
         if (listing.ok()) {
           const std::string isa = read_text(profiles / ("kernel-" + target + ".s"));
           evidence["listing"] = "profiles/v0/kernel-" + target + ".s";
-          evidence["instructions"] = {{"v_mfma", count_matches(isa, R"(\bv_mfma_)")},
-                                      {"global_load_dwordx4", count_matches(isa, R"(\bglobal_load_dwordx4\b)")},
-                                      {"buffer_load_dwordx4", count_matches(isa, R"(\bbuffer_load_dwordx4\b)")},
-                                      {"global_store_dwordx4", count_matches(isa, R"(\bglobal_store_dwordx4\b)")},
-                                      {"ds_read_b128", count_matches(isa, R"(\bds_read_b128\b)")},
-                                      {"ds_write_b128", count_matches(isa, R"(\bds_write_b128\b)")},
-                                      {"scratch (spills)", count_matches(isa, R"(\bscratch_(load|store))")}};
+          evidence["instructions"] = instruction_counts(isa, {{"v_mfma", R"(\bv_mfma_)"},
+                                      {"global_load_dwordx4", R"(\bglobal_load_dwordx4\b)"},
+                                      {"buffer_load_dwordx4", R"(\bbuffer_load_dwordx4\b)"},
+                                      {"global_store_dwordx4", R"(\bglobal_store_dwordx4\b)"},
+                                      {"ds_read_b128", R"(\bds_read_b128\b)"},
+                                      {"ds_write_b128", R"(\bds_write_b128\b)"},
+                                      {"scratch (spills)", R"(\bscratch_(load|store))"}});
           std::smatch vg;
           const std::regex vgpr(R"(;\s*NumVgprs:\s*(\d+))"), scratch(R"(;\s*ScratchSize:\s*(\d+))");
           int max_vgpr = 0, max_scratch = 0;
@@ -423,14 +430,14 @@ BaselineResult baseline_stages(const BaselineRequest& request) {
         if (sass.ok()) {
           write_text(profiles / "kernel.sass", sass_text);
           evidence["listing"] = "profiles/v0/kernel.sass";
-          evidence["instructions"] = {{"LDG.E.128", count_matches(sass_text, R"(LDG\.E\.128)")},
-                                      {"STG.E.128", count_matches(sass_text, R"(STG\.E\.128)")},
-                                      {"HMMA", count_matches(sass_text, R"(\bHMMA)")},
-                                      {"HGMMA", count_matches(sass_text, R"(\bHGMMA)")},
-                                      {"LDSM (ldmatrix)", count_matches(sass_text, R"(\bLDSM)")},
-                                      {"LDGSTS (cp.async)", count_matches(sass_text, R"(\bLDGSTS)")},
-                                      {"UTMALDG (TMA)", count_matches(sass_text, R"(\bUTMALDG)")},
-                                      {"LDL/STL (local memory)", count_matches(sass_text, R"(\b(LDL|STL)\b)")}};
+          evidence["instructions"] = instruction_counts(sass_text, {{"LDG.E.128", R"(LDG\.E\.128)"},
+                                      {"STG.E.128", R"(STG\.E\.128)"},
+                                      {"HMMA", R"(\bHMMA)"},
+                                      {"HGMMA", R"(\bHGMMA)"},
+                                      {"LDSM (ldmatrix)", R"(\bLDSM)"},
+                                      {"LDGSTS (cp.async)", R"(\bLDGSTS)"},
+                                      {"UTMALDG (TMA)", R"(\bUTMALDG)"},
+                                      {"LDL/STL (local memory)", R"(\b(LDL|STL)\b)"}});
         } else {
           // No disassembler here (a minimal toolkit): the PTX shows the same choices one level up.
           Args ptx_flags = device_flags;
@@ -440,14 +447,14 @@ BaselineResult baseline_stages(const BaselineRequest& request) {
           if (ptx.ok()) {
             const std::string text = read_text(profiles / "kernel.ptx");
             evidence["listing"] = "profiles/v0/kernel.ptx (no cuobjdump here; SASS evidence needs the full CUDA toolkit)";
-            evidence["instructions"] = {{"ld.global.v4 (16-byte loads)", count_matches(text, R"(ld\.global(\.[a-z0-9_]+)*\.v4\.)")},
-                                        {"st.global.v4 (16-byte stores)", count_matches(text, R"(st\.global(\.[a-z0-9_]+)*\.v4\.)")},
-                                        {"mma.sync", count_matches(text, R"(mma\.sync)")},
-                                        {"wgmma", count_matches(text, R"(wgmma\.)")},
-                                        {"ldmatrix", count_matches(text, R"(ldmatrix)")},
-                                        {"cp.async", count_matches(text, R"(cp\.async\.(ca|cg))")},
-                                        {"cp.async.bulk (TMA)", count_matches(text, R"(cp\.async\.bulk)")},
-                                        {"ld.local/st.local", count_matches(text, R"((ld|st)\.local)")}};
+            evidence["instructions"] = instruction_counts(text, {{"ld.global.v4 (16-byte loads)", R"(ld\.global(\.[a-z0-9_]+)*\.v4\.)"},
+                                        {"st.global.v4 (16-byte stores)", R"(st\.global(\.[a-z0-9_]+)*\.v4\.)"},
+                                        {"mma.sync", R"(mma\.sync)"},
+                                        {"wgmma", R"(wgmma\.)"},
+                                        {"ldmatrix", R"(ldmatrix)"},
+                                        {"cp.async", R"(cp\.async\.(ca|cg))"},
+                                        {"cp.async.bulk (TMA)", R"(cp\.async\.bulk)"},
+                                        {"ld.local/st.local", R"((ld|st)\.local)"}});
           }
         }
       }

@@ -238,7 +238,7 @@ std::optional<nlohmann::json> read_intent_file(const std::string& path) {
   ss << in.rdbuf();
   try {
     return nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range (a number past double's range)
     throw Error(ErrorCode::kInvalidJson, std::string("malformed JSON: ") + e.what(), path);
   }
 }

@@ -99,23 +99,7 @@ WriterLock::WriterLock(const std::string& index_dir) {
   std::error_code ec;
   fs::create_directories(index_dir, ec);
   if (ec) throw Error(ErrorCode::kIo, "cannot create the index folder: " + ec.message(), index_dir);
-  const std::string path = index_dir + "/.lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error(ErrorCode::kIo, std::string("cannot open the index lock: ") + std::strerror(errno), path);
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    std::fprintf(stderr, "kwiki: waiting for another kwiki writing %s\n", index_dir.c_str());
-    if (::flock(fd_, LOCK_EX) != 0) {
-      ::close(fd_);
-      throw Error(ErrorCode::kBusy, "cannot lock the index", path);
-    }
-  }
-}
-
-WriterLock::~WriterLock() {
-  if (fd_ >= 0) {
-    ::flock(fd_, LOCK_UN);
-    ::close(fd_);
-  }
+  lock_ = std::make_unique<FileLock>(index_dir + "/.lock");
 }
 
 std::pair<std::string, std::string> create_staging_generation(const std::string& index_dir) {

@@ -1,9 +1,12 @@
 // Index generations on disk: CURRENT names the serving one; switches are atomic renames.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "file_util.hpp"
 
 namespace kwiki::detail {
 
@@ -31,16 +34,14 @@ std::string serving_generation(const std::string& index_dir);
 /// The published generation folders (gen-NNNNNN, not staging) in the index folder, sorted.
 std::vector<std::string> published_generations(const std::string& index_dir);
 
-/// Exclusive writer lock on an index folder (flock on <index>/.lock), released on destruction.
+/// Exclusive writer lock on an index folder (flock on <index>/.lock, created with the folder),
+/// released on destruction.
 class WriterLock {
  public:
   explicit WriterLock(const std::string& index_dir);
-  ~WriterLock();
-  WriterLock(const WriterLock&) = delete;
-  WriterLock& operator=(const WriterLock&) = delete;
 
  private:
-  int fd_ = -1;
+  std::unique_ptr<FileLock> lock_;
 };
 
 /// A fresh, empty staging folder for the next generation; returns (staging path, final name).

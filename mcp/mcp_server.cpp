@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_args.hpp"
+#include "mcp_protocol.hpp"
 #include "kwiki/answer.hpp"
 #include "kwiki/error.hpp"
 #include "kwiki/indexer.hpp"
@@ -21,7 +22,9 @@ using detail::arg_integer;
 using detail::arg_string;
 using detail::arg_strings;
 
-constexpr int kParseError = -32700, kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602, kInternalError = -32603;
+using detail::kInternalError;
+using detail::kInvalidParams;
+using detail::kMethodNotFound;
 // Protocol revisions this server speaks, newest first: a client's supported version is echoed,
 // any other gets the newest (the client then decides whether to go on).
 constexpr const char* kProtocolVersions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
@@ -67,9 +70,7 @@ json tools() {
 
 json response(const json& id, json result) { return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}; }
 
-json error_response(const json& id, int code, const std::string& message) {
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", message}}}};
-}
+json error_response(const json& id, int code, const std::string& message) { return detail::mcp_error(id, code, message); }
 
 json tool_result(const std::string& text, bool is_error) {
   return {{"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", is_error}};
@@ -91,13 +92,11 @@ std::string require_string(const nlohmann::json& args, const char* key) {
   return value;
 }
 
+// The reply to a line over the size limit (serve() counts it without holding it).
 json too_large(std::size_t bytes) {
-  return error_response(nullptr, kInvalidRequest,
-                        "message of " + std::to_string(bytes) + " bytes exceeds the " + std::to_string(McpServer::kMaxMessageBytes) + "-byte limit");
+  return detail::mcp_error(nullptr, detail::kInvalidRequest,
+                           "message of " + std::to_string(bytes) + " bytes exceeds the " + std::to_string(McpServer::kMaxMessageBytes) + "-byte limit");
 }
-
-// A JSON-RPC id is a string, a number or null; anything else makes the request invalid.
-bool valid_id(const nlohmann::json& id) { return id.is_string() || id.is_number() || id.is_null(); }
 
 }  // namespace
 
@@ -116,29 +115,16 @@ QueryEngine& McpServer::engine() {
 std::optional<std::string> McpServer::handle(const std::string& message) {
   json id;  // null until the request's own id is known to be valid
   try {
-    if (message.size() > kMaxMessageBytes) return json_text(too_large(message.size()));
-    nlohmann::json request;
-    try {
-      request = detail::parse_untrusted_json(message, "the message");
-    } catch (const Error& e) {
-      return json_text(error_response(id, e.code() == ErrorCode::kInvalidJson ? kParseError : kInvalidRequest, std::string("parse error: ") + e.what()));
-    }
-    if (request.is_array()) return json_text(error_response(id, kInvalidRequest, "invalid request: batches are not supported"));
-    if (request.is_object() && request.contains("id") && valid_id(request["id"])) id = request["id"];
-    const auto version = request.is_object() ? request.find("jsonrpc") : request.end();
-    const auto method_it = request.is_object() ? request.find("method") : request.end();
-    if (!request.is_object() || version == request.end() || *version != "2.0" || method_it == request.end() || !method_it->is_string() ||
-        (request.contains("id") && !valid_id(request["id"])))
-      return json_text(error_response(id, kInvalidRequest, "invalid request: expected a JSON-RPC 2.0 object with \"jsonrpc\": \"2.0\", a string method "
-                                                           "and a string or number id"));
-    const std::string method = *method_it;
-    const bool notification = !request.contains("id");
-    const nlohmann::json params = request.contains("params") ? request["params"] : nlohmann::json::object();
-    if (notification) {
+    detail::McpParse parsed = detail::parse_mcp_message(message, kMaxMessageBytes);
+    if (!parsed.message) return json_text(parsed.error);
+    const detail::McpMessage& request = *parsed.message;
+    id = request.id;
+    const std::string& method = request.method;
+    const nlohmann::json& params = request.params;
+    if (request.notification) {
       if (method == "notifications/initialized") initialized_ = true;
       return std::nullopt;  // notifications get no response
     }
-    if (!params.is_object()) return json_text(error_response(id, kInvalidParams, "params must be an object"));
     if (method == "initialize") {
       initialized_ = true;
       const std::string asked = params.contains("protocolVersion") && params["protocolVersion"].is_string() ? params["protocolVersion"].get<std::string>() : "";

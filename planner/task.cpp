@@ -6,6 +6,10 @@
 #include <set>
 #include <sstream>
 
+#include "task_parse.hpp"
+
+#include "file_util.hpp"
+#include "json_args.hpp"
 #include "kwiki/error.hpp"
 #include "kwiki/planner.hpp"
 
@@ -16,18 +20,20 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kBadInput, "cannot read the file; check that it exists and is readable", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  try {
+    return detail::read_file(path);
+  } catch (const Error&) {
+    throw Error(ErrorCode::kBadInput, "cannot read the file; check that it exists and is readable", path);
+  }
 }
 
-json read_json(const std::string& path) {
-  const std::string text = read_file(path);
+// Task files are other people's text: nesting is bounded before parsing, errors name the file.
+json parse_json(const std::string& text, const std::string& path) {
+  if (detail::json_nesting_depth(text) > detail::kMaxJsonDepth)
+    throw Error(ErrorCode::kBadInput, "the file nests deeper than " + std::to_string(detail::kMaxJsonDepth) + " levels", path);
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number past double's range
     throw Error(ErrorCode::kInvalidJson, std::string("malformed JSON: ") + e.what(), path);
   }
 }
@@ -92,27 +98,43 @@ std::set<std::string> factory_parameters(const std::string& source, bool& found,
 }
 
 Task load_benchmark_dir(const std::string& dir) {
+  detail::BenchmarkFiles files;
+  files.dir = dir;
+  for (const char* required : {"reference.py", "input.py", "shapes.json"})
+    if (!fs::exists(dir + "/" + required))
+      throw Error(ErrorCode::kBadInput, std::string("the task has no ") + required + " (benchmark layout needs reference.py, input.py, shapes.json)",
+                  dir + "/" + required);
+  files.reference = read_file(dir + "/reference.py");
+  files.factory = read_file(dir + "/input.py");
+  files.shapes = read_file(dir + "/shapes.json");
+  if (fs::exists(dir + "/metadata.json")) files.metadata = read_file(dir + "/metadata.json");
+  if (fs::exists(dir + "/roofline.json")) files.roofline = read_file(dir + "/roofline.json");
+  return detail::parse_benchmark_task(files);
+}
+
+Task load_task_json(const std::string& path) { return detail::parse_task_json(path, read_file(path)); }
+
+}  // namespace
+
+namespace detail {
+
+Task parse_benchmark_task(const BenchmarkFiles& files) {
+  const std::string& dir = files.dir;
   Task task;
   task.path = dir;
   task.form = "benchmark";
   task.name = fs::path(dir).filename().string();
   if (task.name.empty()) task.name = fs::path(dir).parent_path().filename().string();
-  for (const char* required : {"reference.py", "input.py", "shapes.json"})
-    if (!fs::exists(dir + "/" + required))
-      throw Error(ErrorCode::kBadInput, std::string("the task has no ") + required + " (benchmark layout needs reference.py, input.py, shapes.json)",
-                  dir + "/" + required);
   task.reference = dir + "/reference.py";
   task.factory = dir + "/input.py";
-  const std::string reference = read_file(task.reference);
-  if (reference.find("class Model") == std::string::npos)
+  if (files.reference.find("class Model") == std::string::npos)
     throw Error(ErrorCode::kBadInput, "reference.py defines no `class Model(torch.nn.Module)`", task.reference);
-  const std::string factory = read_file(task.factory);
   bool found = false, var_kwargs = false;
-  const auto params = factory_parameters(factory, found, var_kwargs);
+  const auto params = factory_parameters(files.factory, found, var_kwargs);
   if (!found) throw Error(ErrorCode::kBadInput, "input.py defines no `def _make_inputs(**input_kwargs)` factory", task.factory);
 
   const std::string shapes_path = dir + "/shapes.json";
-  const json shapes = read_json(shapes_path);
+  const json shapes = parse_json(files.shapes, shapes_path);
   if (!shapes.is_object() || shapes.empty())
     throw Error(ErrorCode::kSchemaViolation, "shapes.json must be a non-empty object of shape id -> {init_kwargs, input_kwargs}", shapes_path, "/");
   for (const auto& [id, value] : shapes.items()) {
@@ -129,8 +151,8 @@ Task load_benchmark_dir(const std::string& dir) {
     read_dims(shape);
     task.shapes.push_back(std::move(shape));
   }
-  if (fs::exists(dir + "/metadata.json")) {
-    task.metadata = read_json(dir + "/metadata.json");
+  if (files.metadata) {
+    task.metadata = parse_json(*files.metadata, dir + "/metadata.json");
     if (!task.metadata.is_object()) throw Error(ErrorCode::kSchemaViolation, "metadata.json must be an object", dir + "/metadata.json", "/");
     if (task.metadata.contains("dtype") && task.metadata["dtype"].is_string()) task.dtype = task.metadata["dtype"];
     if (task.metadata.contains("pattern") && task.metadata["pattern"].is_string()) task.pattern_hint = task.metadata["pattern"];
@@ -149,15 +171,15 @@ Task load_benchmark_dir(const std::string& dir) {
       }
     }
   }
-  if (fs::exists(dir + "/roofline.json")) task.roofline = read_json(dir + "/roofline.json");
+  if (files.roofline) task.roofline = parse_json(*files.roofline, dir + "/roofline.json");
   return task;
 }
 
-Task load_task_json(const std::string& path) {
+Task parse_task_json(const std::string& path, const std::string& text) {
   Task task;
   task.path = path;
   task.form = "task.json";
-  const json doc = read_json(path);
+  const json doc = parse_json(text, path);
   if (!doc.is_object()) throw Error(ErrorCode::kSchemaViolation, "task.json must be an object", path, "/");
   task.name = doc.value("name", fs::path(path).parent_path().filename().string());
   if (doc.contains("pattern") && !doc["pattern"].is_string()) throw Error(ErrorCode::kSchemaViolation, "pattern must be a string", path, "/pattern");
@@ -190,7 +212,7 @@ Task load_task_json(const std::string& path) {
   return task;
 }
 
-}  // namespace
+}  // namespace detail
 
 Task load_task(const std::string& path) {
   std::error_code ec;

@@ -9,7 +9,6 @@ DEPS=(
   build-essential cmake ninja-build pkg-config git util-linux
   libxapian-dev xapian-tools libsqlite3-dev sqlite3 nlohmann-json3-dev libre2-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libvalijson-dev rapidjson-dev python3
-  clang libclang-rt-14-dev
   clang-19 clang-tools-19 libclang-rt-19-dev lld-19 llvm-19 libamdhip64-dev rocm-device-libs
 )
 
@@ -17,6 +16,7 @@ usage() {
   cat <<'USAGE'
 usage: scripts/dev.sh COMMAND
   deps    install the Debian packages kwiki needs (only those missing; uses sudo when not root)
+  packages  list those packages, one per line (tests/check_dependencies.sh reads it)
   build   deps, then configure and build into ./build
   test    build, then run the whole test suite with ctest (GPU tests skip without a device)
   demo    build, index the bundled gpu-wiki into the default index, and answer a real request
@@ -47,6 +47,7 @@ build() {
 
 case ${1:-} in
   deps) install_deps ;;
+  packages) printf '%s\n' "${DEPS[@]}" ;;
   build) build ;;
   test)
     build

@@ -18,7 +18,7 @@ using test::TempDir;
 using test::run_kwiki;
 
 bool nvidia_gpu_present() { return std::system("nvidia-smi -L > /dev/null 2>&1") == 0; }
-bool torch_present() { return std::system("python3 -c 'import torch' > /dev/null 2>&1") == 0; }
+bool torch_present() { return std::system((test::shell_quote(KWIKI_TEST_PYTHON) + " -c 'import torch' > /dev/null 2>&1").c_str()) == 0; }
 
 class Baseline : public ::testing::Test {
  protected:

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs kwiki into a temporary prefix, builds docs/examples/consumer against it with
 # find_package(kwiki), runs the C++ and C consumers, and runs the ctypes example.
-# Usage: tests/library_test.sh SOURCE_DIR BUILD_DIR
+# Usage: tests/library_test.sh SOURCE_DIR BUILD_DIR [PYTHON]
 set -euo pipefail
 src=$1
 build=$2
+python=${3:-python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" > "$tmp/install.log"
@@ -19,5 +20,5 @@ cmake --build "$tmp/consumer" > "$tmp/build.log"
 export LD_LIBRARY_PATH="$tmp/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$tmp/consumer/consumer_cpp" "$tmp/index"
 "$tmp/consumer/consumer_c" "$tmp/index"
-python3 "$src/docs/examples/kwiki_ctypes.py" "$tmp/prefix/lib/libkwiki.so" "$tmp/index"
+"$python" "$src/docs/examples/kwiki_ctypes.py" "$tmp/prefix/lib/libkwiki.so" "$tmp/index"
 echo "library test passed"

@@ -419,8 +419,14 @@ TEST_F(PlanCli, ExistingWorkspaceNeedsForce) {
   const RunResult r = run_kwiki({"plan", "--task", tasks() + "/softmax", "--gpu", "H200", "--workspace", ws, "--index", index()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(fs::exists(ws + "/keep.txt"));
-  EXPECT_EQ(run_kwiki({"plan", "--task", tasks() + "/softmax", "--gpu", "H200", "--workspace", ws, "--force", "--index", index()}).exit_code, 0);
-  EXPECT_FALSE(fs::exists(ws + "/keep.txt"));
+  // --force replaces a workspace kwiki made, never another folder (tests/security has the rest).
+  EXPECT_EQ(run_kwiki({"plan", "--task", tasks() + "/softmax", "--gpu", "H200", "--workspace", ws, "--force", "--index", index()}).exit_code, 2);
+  EXPECT_TRUE(fs::exists(ws + "/keep.txt"));
+  const std::string made = (*dir_) / "ws-made";
+  ASSERT_EQ(run_kwiki({"plan", "--task", tasks() + "/softmax", "--gpu", "H200", "--workspace", made, "--index", index()}).exit_code, 0);
+  test::write_text(made + "/keep.txt", "mine");
+  EXPECT_EQ(run_kwiki({"plan", "--task", tasks() + "/softmax", "--gpu", "H200", "--workspace", made, "--force", "--index", index()}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(made + "/keep.txt"));
 }
 
 TEST_F(PlanCli, PlanSaysWhereTheDryRunWasSkipped) {

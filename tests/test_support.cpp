@@ -54,6 +54,8 @@ RunResult run_kwiki(const std::vector<std::string>& args, const std::map<std::st
                     const std::string& prefix, const std::string& stdin_path) {
   TempDir capture;
   std::string command = "env";
+  // Task code runs with the interpreter the build chose (scripts/dev.sh's), unless a test says otherwise.
+  if (!env.count("KWIKI_PYTHON")) command += " " + shell_quote(std::string("KWIKI_PYTHON=") + KWIKI_TEST_PYTHON);
   for (const auto& [k, v] : env) command += " " + shell_quote(k + "=" + v);
   command += " " + prefix + " " + shell_quote(kwiki_binary());
   for (const auto& a : args) command += " " + shell_quote(a);
@@ -66,7 +68,11 @@ RunResult run_kwiki(const std::vector<std::string>& args, const std::map<std::st
   return r;
 }
 
-std::string kwiki_binary() { return KWIKI_BINARY; }
+std::string kwiki_binary() {
+  // KWIKI_TEST_BINARY runs the suite against another build (say, an older one, to see a test fail there).
+  const char* other = std::getenv("KWIKI_TEST_BINARY");
+  return other && *other ? other : KWIKI_BINARY;
+}
 std::string mini_wiki() { return std::string(KWIKI_SOURCE_DIR) + "/data/fixtures/mini-wiki"; }
 std::string bundled_wiki() { return std::string(KWIKI_SOURCE_DIR) + "/gpu-wiki"; }
 
