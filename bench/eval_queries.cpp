@@ -1,5 +1,6 @@
 // eval_queries: retrieval quality on data/eval/queries.jsonl (nDCG@10, Recall@8, hardware facts)
-// for kwiki and for a plain BM25 baseline (SQLite FTS5 over the same records).
+// for kwiki and for a plain BM25 baseline (SQLite FTS5 over the same records), by category and by
+// question set (the "added" key of each line; v1 when absent).
 // Usage: eval_queries [--index DIR] [--queries FILE] [--wiki DIR] [--verbose] [--split odd|even] [--dump FILE]
 #include <sqlite3.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@ namespace {
 
 struct EvalQuery {
   std::string id, text, category;
+  std::string added;  // question set: "v1" (the original 179) unless the line says otherwise
   std::map<std::string, int> relevant;
   json hardware_facts;
 };
@@ -180,6 +182,7 @@ int main(int argc, char** argv) {
     q.id = j["id"];
     q.text = j["query"];
     q.category = j.value("category", "");
+    q.added = j.value("added", "v1");
     for (const auto& [id, g] : j["relevant"].items()) q.relevant[id] = g.get<int>();
     q.hardware_facts = j.value("hardware_facts", json::array());
     // Held-out halves: by the parity of the query id's number (q001 odd, q002 even).
@@ -192,7 +195,7 @@ int main(int argc, char** argv) {
   }
   kwiki::QueryEngine engine = kwiki::QueryEngine::open(index_dir);
   Fts5Baseline baseline(engine.store());
-  std::map<std::string, std::pair<Scores, Scores>> by_category;
+  std::map<std::string, std::pair<Scores, Scores>> by_category, by_set;
   Scores total_kwiki, total_base;
   int facts_right = 0, facts_wrong = 0, facts_missing = 0, facts_invented = 0;
   kwiki::QueryOptions options;
@@ -225,6 +228,8 @@ int main(int argc, char** argv) {
     total_base.add(nb, rb, fb);
     by_category[q.category].first.add(nk, rk, fk);
     by_category[q.category].second.add(nb, rb, fb);
+    by_set[q.added].first.add(nk, rk, fk);
+    by_set[q.added].second.add(nb, rb, fb);
     const json answer = json::parse(r.json);
     for (const auto& fact : q.hardware_facts) {
       bool found = false;
@@ -265,6 +270,9 @@ int main(int argc, char** argv) {
   };
   for (const auto& [cat, s] : by_category) row(cat, s.first, s.second);
   row("ALL", total_kwiki, total_base);
+  // The question sets side by side: questions added with a gpu-wiki release are reported apart
+  // from the ones the earlier corpus was tuned on.
+  for (const auto& [set, sc] : by_set) row("set " + set, sc.first, sc.second);
   std::printf("hardware facts: %d right, %d wrong, %d missing, %d invented\n", facts_right, facts_wrong, facts_missing, facts_invented);
   if (!scratch.empty()) fs::remove_all(scratch);
   return 0;

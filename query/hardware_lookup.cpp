@@ -19,6 +19,36 @@ std::optional<std::pair<std::string, std::string>> alias_target(StatementCache& 
   return std::make_pair(s.text(0), s.text(1));
 }
 
+// Fields that name the same quantity under each vendor's word. A request in one vendor's word
+// on the other vendor's sheet answers with the sheet's own field and says so (provenance.alias).
+struct FieldAlias {
+  const char* nvidia;  // path on NVIDIA sheets
+  const char* amd;     // path on AMD sheets
+  const char* why;     // how the two relate, for the answer
+};
+constexpr FieldAlias kFieldAliases[] = {
+    {"compute_units.sm_count", "compute_units.cu_count", "an AMD compute unit (CU) is the counterpart of an NVIDIA streaming multiprocessor (SM)"},
+    {"power.max_tdp_w", "power.tbp_w", "AMD publishes total board power (TBP) where NVIDIA publishes maximum TDP; both are the board's power limit"},
+    {"clocks.max_boost_mhz", "clocks.peak_engine_clock_mhz", "AMD's peak engine clock is the counterpart of NVIDIA's maximum boost clock"},
+    {"compute_units.warp_size", "compute_units.wavefront_size", "an AMD wavefront (64 lanes on CDNA) is the counterpart of an NVIDIA warp (32 lanes)"},
+    {"compute_units.shared_memory_kb_per_sm", "compute_units.lds_kb_per_cu", "AMD's local data share (LDS) per CU is the counterpart of NVIDIA's shared memory per SM"},
+    {"compute_units.tensor_cores", "compute_units.matrix_cores", "AMD matrix cores are the counterpart of NVIDIA tensor cores"},
+    {"compute_units.tensor_cores_per_sm", "compute_units.matrix_cores_per_cu", "AMD matrix cores per CU are the counterpart of NVIDIA tensor cores per SM"},
+};
+
+// The other vendor's path for a field, with the reason, when the field is one of the pairs.
+// A bare leaf ("sm_count") matches the pair's full path too.
+std::optional<std::pair<std::string, std::string>> counterpart_field(const std::string& field) {
+  auto same = [&](const std::string& path) {
+    return field == path || (path.size() > field.size() && path.ends_with("." + field));
+  };
+  for (const auto& a : kFieldAliases) {
+    if (same(a.nvidia)) return std::make_pair(std::string(a.amd), std::string(a.why));
+    if (same(a.amd)) return std::make_pair(std::string(a.nvidia), std::string(a.why));
+  }
+  return std::nullopt;
+}
+
 nlohmann::ordered_json sources_of(const Record& sheet) {
   try {
     const auto doc = nlohmann::ordered_json::parse(sheet.payload);
@@ -124,6 +154,21 @@ std::vector<FactAnswer> lookup_fields(const Store& store, const Record& sheet, c
     if (f.path.rfind("unavailable.", 0) == 0) continue;
     if (f.path == field || (f.path.size() > field.size() && f.path.rfind(field + ".", 0) == 0)) out.push_back(make(f));
   }
+  // The other vendor's word for the field: answered with this sheet's own field, said so.
+  const bool answered = std::any_of(out.begin(), out.end(), [](const FactAnswer& a) { return !a.value.is_null(); });
+  if (!answered) {
+    if (auto counterpart = counterpart_field(field)) {
+      std::vector<FactAnswer> aliased;
+      for (const auto& f : facts) {
+        if (f.path != counterpart->first) continue;
+        FactAnswer a = make(f);
+        a.derivation = std::string(kFieldAliasMarker) + field + " is answered by " + (sheet.vendor == "amd" ? "AMD" : "NVIDIA") + " sheets as " + f.path +
+                       " (" + counterpart->second + ")";
+        aliased.push_back(std::move(a));
+      }
+      if (!aliased.empty()) return aliased;
+    }
+  }
   if (out.empty()) {
     for (const auto& f : facts) {
       if (f.path != "unavailable." + field && f.path != "unavailable." + field.substr(0, field.rfind('.')) + ".*") continue;
@@ -155,10 +200,14 @@ nlohmann::ordered_json facts_to_json(const std::vector<FactAnswer>& facts) {
     j["unit"] = f.unit.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(f.unit);
     nlohmann::ordered_json provenance;
     provenance["record"] = f.record;
-    provenance["citation"] = f.record + ":" + (f.derivation.empty() || f.value.is_null() ? f.field : f.derivation);
+    const bool alias = f.derivation.rfind(kFieldAliasMarker, 0) == 0;
+    provenance["citation"] = f.record + ":" + (f.derivation.empty() || f.value.is_null() || alias ? f.field : f.derivation);
     provenance["evidence_class"] = f.evidence;
     provenance["sources"] = f.sources;
-    if (!f.derivation.empty()) provenance[f.value.is_null() ? "unavailable" : "derivation"] = f.derivation;
+    if (alias)
+      provenance["alias"] = f.derivation.substr(kFieldAliasMarker.size());
+    else if (!f.derivation.empty())
+      provenance[f.value.is_null() ? "unavailable" : "derivation"] = f.derivation;
     j["provenance"] = provenance;
     out.push_back(std::move(j));
   }
