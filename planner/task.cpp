@@ -79,6 +79,35 @@ void read_shape_kwargs(ShapeCase& shape, const json& value, const std::string& f
   }
 }
 
+// A string member, its fallback when absent; another type is the file's error.
+std::string string_member(const json& doc, const char* key, const std::string& fallback, const std::string& path) {
+  const auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return fallback;
+  if (!it->is_string()) throw Error(ErrorCode::kSchemaViolation, std::string(key) + " must be a string", path, std::string("/") + key);
+  return it->get<std::string>();
+}
+
+// roofline.json's counts are numbers where the planner reads them: anything else is the file's error.
+json checked_roofline(json doc, const std::string& path) {
+  if (!doc.is_object()) throw Error(ErrorCode::kSchemaViolation, "roofline.json must be an object", path, "/");
+  const auto shapes = doc.find("shapes");
+  if (shapes == doc.end()) return doc;
+  if (!shapes->is_object()) throw Error(ErrorCode::kSchemaViolation, "\"shapes\" must be an object of shape id -> counts", path, "/shapes");
+  for (const auto& [id, counts] : shapes->items()) {
+    const std::string at = "/shapes/" + id;
+    if (!counts.is_object()) throw Error(ErrorCode::kSchemaViolation, "a shape's counts must be an object", path, at);
+    for (const char* key : {"semantic_Q_read_bytes", "semantic_Q_write_bytes"})
+      if (counts.contains(key) && !counts[key].is_number())
+        throw Error(ErrorCode::kSchemaViolation, std::string(key) + " must be a number", path, at + "/" + key);
+    if (const auto flops = counts.find("semantic_W_flops"); flops != counts.end()) {
+      if (!flops->is_object()) throw Error(ErrorCode::kSchemaViolation, "semantic_W_flops must be an object of dtype -> FLOPs", path, at + "/semantic_W_flops");
+      for (const auto& [dtype, n] : flops->items())
+        if (!n.is_number()) throw Error(ErrorCode::kSchemaViolation, "FLOPs must be numbers", path, at + "/semantic_W_flops/" + dtype);
+    }
+  }
+  return doc;
+}
+
 // Keyword parameters of `def _make_inputs(...)`; has_var_kwargs when it takes **kwargs.
 std::set<std::string> factory_parameters(const std::string& source, bool& found, bool& has_var_kwargs) {
   std::set<std::string> names;
@@ -171,7 +200,7 @@ Task parse_benchmark_task(const BenchmarkFiles& files) {
       }
     }
   }
-  if (files.roofline) task.roofline = parse_json(*files.roofline, dir + "/roofline.json");
+  if (files.roofline) task.roofline = checked_roofline(parse_json(*files.roofline, dir + "/roofline.json"), dir + "/roofline.json");
   return task;
 }
 
@@ -181,11 +210,9 @@ Task parse_task_json(const std::string& path, const std::string& text) {
   task.form = "task.json";
   const json doc = parse_json(text, path);
   if (!doc.is_object()) throw Error(ErrorCode::kSchemaViolation, "task.json must be an object", path, "/");
-  task.name = doc.value("name", fs::path(path).parent_path().filename().string());
-  if (doc.contains("pattern") && !doc["pattern"].is_string()) throw Error(ErrorCode::kSchemaViolation, "pattern must be a string", path, "/pattern");
-  task.pattern_hint = doc.value("pattern", "");
-  if (doc.contains("dtype") && !doc["dtype"].is_string()) throw Error(ErrorCode::kSchemaViolation, "dtype must be a string", path, "/dtype");
-  task.dtype = doc.value("dtype", "bf16");
+  task.name = string_member(doc, "name", fs::path(path).parent_path().filename().string(), path);
+  task.pattern_hint = string_member(doc, "pattern", "", path);
+  task.dtype = string_member(doc, "dtype", "bf16", path);
   if (doc.contains("params")) {
     if (!doc["params"].is_object()) throw Error(ErrorCode::kSchemaViolation, "params must be an object", path, "/params");
     task.params = doc["params"];
