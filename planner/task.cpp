@@ -8,6 +8,7 @@
 
 #include "task_parse.hpp"
 
+#include "dtype.hpp"
 #include "file_util.hpp"
 #include "json_args.hpp"
 #include "kwiki/error.hpp"
@@ -73,8 +74,8 @@ void read_shape_kwargs(ShapeCase& shape, const json& value, const std::string& f
   if (!value.is_object()) throw Error(ErrorCode::kSchemaViolation, "a shape must be an object", file, pointer);
   for (const char* key : {"init_kwargs", "input_kwargs"}) {
     auto it = value.find(key);
-    if (it == value.end()) continue;
-    if (!it->is_object()) throw Error(ErrorCode::kSchemaViolation, std::string(key) + " must be an object", file, pointer + "/" + key);
+    if (it == value.end() || it->is_null()) continue;  // absent or null: no arguments
+    if (!it->is_object()) throw Error(ErrorCode::kSchemaViolation, std::string(key) + " must be an object or null", file, pointer + "/" + key);
     (std::string(key) == "init_kwargs" ? shape.init_kwargs : shape.input_kwargs) = *it;
   }
 }
@@ -247,10 +248,13 @@ Task load_task(const std::string& path) {
   Task task = fs::is_directory(path, ec) ? (fs::exists(path + "/task.json") && !fs::exists(path + "/shapes.json") ? load_task_json(path + "/task.json")
                                                                                                             : load_benchmark_dir(path))
                                          : load_task_json(path);
-  static const std::set<std::string> kDtypes = {"bf16", "fp16", "fp32", "fp8_e4m3fn", "fp8_e4m3fnuz", "int8", "int32", "int64"};
-  if (!kDtypes.contains(task.dtype))
-    throw Error(ErrorCode::kBadInput, "unknown dtype \"" + task.dtype + "\" (known: bf16, fp16, fp32, fp8_e4m3fn, fp8_e4m3fnuz, int8)", task.path,
-                "/dtype");
+  const auto dtype = detail::canonical_dtype(task.dtype);
+  if (!dtype) {
+    std::string known;
+    for (const auto& row : detail::kDtypes) known += std::string(known.empty() ? "" : ", ") + row.name;
+    throw Error(ErrorCode::kBadInput, "unknown dtype \"" + task.dtype + "\" (known: " + known + ", and torch's spellings of them)", task.path, "/dtype");
+  }
+  task.dtype = *dtype;
   return task;
 }
 

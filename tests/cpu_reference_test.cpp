@@ -1,4 +1,4 @@
-// Tests of the fp64 CPU references of the V0 kernel patterns (baseline/reference) against
+// Tests of the fp64 CPU references of the V0 kernel patterns (planner/twin) against
 // hand-computed cases, the exact fp8 E4M3 roundings, and the emulated wave reductions.
 #include "cpu_reference.hpp"
 

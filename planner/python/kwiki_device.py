@@ -1,0 +1,67 @@
+# kwiki_device.py: runs task code written for a GPU on another device (kwiki plan's trace, kwiki baseline --device cpu).
+# Task files hard-code device="cuda" in factories, generators, .cuda() and .to("cuda"); on a
+# machine without that device every such spelling is mapped to the target instead.
+import torch
+
+_FACTORIES = ("randn", "rand", "randint", "randperm", "randn_like", "rand_like", "randint_like", "zeros", "ones", "empty",
+              "full", "arange", "linspace", "logspace", "eye", "tensor", "as_tensor", "zeros_like", "ones_like", "empty_like",
+              "full_like", "normal", "empty_strided", "scalar_tensor", "tril_indices", "triu_indices")
+
+
+def _is_cuda(device):
+    if device is None:
+        return False
+    if isinstance(device, torch.device):
+        return device.type == "cuda"
+    if isinstance(device, int) and not isinstance(device, bool):
+        return True  # an ordinal means a CUDA device (only ever read from a device= argument)
+    return isinstance(device, str) and device.startswith("cuda")
+
+
+def map_cuda_to(target):
+    """Reads every request for a CUDA device as a request for `target` ("cpu"). Idempotent."""
+    if getattr(torch, "_kwiki_mapped_to", None) == target:
+        return
+    torch._kwiki_mapped_to = target
+    fix = lambda d: target if _is_cuda(d) else d
+
+    def wrap_factory(f):
+        def factory(*args, **kwargs):
+            if "device" in kwargs:
+                kwargs["device"] = fix(kwargs["device"])
+            return f(*args, **kwargs)
+        factory.__wrapped__ = f
+        return factory
+
+    for name in _FACTORIES:
+        f = getattr(torch, name, None)
+        if f is not None:
+            setattr(torch, name, wrap_factory(f))
+
+    generator = torch.Generator
+
+    def Generator(device="cpu"):
+        return generator(device=fix(device))
+
+    torch.Generator = Generator
+    to = torch.Tensor.to
+
+    def tensor_to(self, *args, **kwargs):
+        args = tuple(fix(a) if isinstance(a, (str, torch.device)) and _is_cuda(a) else a for a in args)
+        if "device" in kwargs:
+            kwargs["device"] = fix(kwargs["device"])
+        return to(self, *args, **kwargs)
+
+    torch.Tensor.to = tensor_to
+    torch.Tensor.cuda = lambda self, *a, **k: to(self, target)
+    module_to = torch.nn.Module.to
+
+    def module_to_fixed(self, *args, **kwargs):
+        args = tuple(fix(a) if isinstance(a, (str, torch.device)) and _is_cuda(a) else a for a in args)
+        if "device" in kwargs:
+            kwargs["device"] = fix(kwargs["device"])
+        return module_to(self, *args, **kwargs)
+
+    torch.nn.Module.to = module_to_fixed
+    torch.nn.Module.cuda = lambda self, *a, **k: module_to(self, target)
+    torch.cuda.synchronize = lambda *a, **k: None

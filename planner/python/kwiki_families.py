@@ -1,0 +1,489 @@
+# kwiki_families.py: each kernel family's fit to a reference (bind) and its launcher arguments (prepare).
+# Used by kwiki plan's proof (the CPU twin against the reference) and by a workspace's kernel.py
+# (the V0 kernel, or the CPU twin, behind the reference's Model interface): one reading of which
+# tensor is which, in one place. The names are those of kwiki's family table (planner/family.cpp).
+import ctypes
+import math
+
+import torch
+
+DTYPE_CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2, torch.int32: 5, torch.int64: 6, torch.uint8: 7, torch.bool: 7}
+for _name, _code in (("float8_e4m3fn", 3), ("float8_e4m3fnuz", 4)):
+    if hasattr(torch, _name):
+        DTYPE_CODES[getattr(torch, _name)] = _code
+# Tolerances per dtype: (rtol, atol); fp8 is compared within one e4m3 step at the value's magnitude.
+TOLERANCES = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (1.6e-2, 1e-2), torch.float16: (1e-3, 1e-3)}
+
+
+class NoFit(Exception):
+    """The reference's tensors do not fit the family's launcher (the reason says how)."""
+
+
+def is_float(t):
+    return torch.is_tensor(t) and t.dtype.is_floating_point
+
+
+def is_fp8_dtype(dtype):
+    return "float8" in str(dtype)
+
+
+def is_fp8(t):
+    return torch.is_tensor(t) and is_fp8_dtype(t.dtype)
+
+
+def compare(name, got, want):
+    """(ok, message, max_abs, max_rel) of got against want, the harness's rule."""
+    if tuple(got.shape) != tuple(want.shape):
+        return False, "%s: shape %s, reference %s" % (name, tuple(got.shape), tuple(want.shape)), 0.0, 0.0
+    if got.dtype != want.dtype:
+        return False, "%s: dtype %s, reference %s" % (name, got.dtype, want.dtype), 0.0, 0.0
+    if not got.dtype.is_floating_point:
+        bad = int((got != want).sum())
+        return bad == 0, ("%s: %d integer elements differ" % (name, bad)) if bad else "", float(bad), 0.0
+    g, w = got.double(), want.double()
+    g_nan, w_nan = torch.isnan(g), torch.isnan(w)
+    if bool((g_nan != w_nan).any()):
+        return False, "%s: %d NaN elements where the reference has none (or the reverse)" % (name, int((g_nan != w_nan).sum())), float("inf"), float("inf")
+    g_inf, w_inf = torch.isinf(g), torch.isinf(w)
+    if bool((g_inf != w_inf).any()) or bool((g[g_inf] != w[w_inf]).any()):
+        return False, "%s: infinities differ from the reference" % name, float("inf"), float("inf")
+    finite = ~(w_nan | w_inf)
+    diff = (g - w).abs()[finite]
+    scale = w.abs()[finite]
+    max_abs = float(diff.max()) if diff.numel() else 0.0
+    max_rel = float((diff / scale.clamp_min(1e-30)).max()) if diff.numel() else 0.0
+    if is_fp8(got):
+        fnuz = "fnuz" in str(got.dtype)
+        exp = torch.floor(torch.log2(scale.clamp_min(2.0 ** (-7 if fnuz else -6))))
+        ulp = torch.pow(2.0, exp - 3)
+        bad = diff > ulp * 1.0001
+        ok = not bool(bad.any())
+        worst = float((diff / ulp).max()) if diff.numel() else 0.0
+        return ok, "" if ok else "%s: %d elements beyond 1 fp8 ulp (worst %.2f ulp)" % (name, int(bad.sum()), worst), max_abs, max_rel
+    rtol, atol = TOLERANCES.get(got.dtype, (1e-5, 1e-5))
+    ok = bool((diff <= atol + rtol * scale).all())
+    return ok, "" if ok else "%s: max abs err %.3g, max rel err %.3g beyond rtol %g / atol %g" % (name, max_abs, max_rel, rtol, atol), max_abs, max_rel
+
+
+class Structure:
+    """What a reference takes and returns, as one traced call shows it."""
+
+    def __init__(self, inputs, params, outputs, form, updated, scalars, init_kwargs):
+        self.inputs = list(inputs)      # (name, value) in forward's order
+        self.params = list(params)      # (name, tensor): parameters and buffers
+        self.outputs = list(outputs)    # (name, tensor)
+        self.form = form                # tensor | tuple | dict
+        self.updated = set(updated)     # inputs written in place
+        self.scalars = list(scalars)    # Python numbers the ops were called with
+        self.init_kwargs = dict(init_kwargs or {})
+
+    def tensor_inputs(self):
+        return [(n, v) for n, v in self.inputs if torch.is_tensor(v)]
+
+    def float_inputs(self):
+        return [(n, v) for n, v in self.inputs if is_float(v)]
+
+    def sources(self):
+        """Every tensor a role may come from: ("input", name) and ("param", name)."""
+        return [(("input", n), v) for n, v in self.tensor_inputs()] + [(("param", n), v) for n, v in self.params]
+
+    def small_constants(self):
+        """Candidate epsilons: positive numbers below 0.1 from the ops and the init kwargs."""
+        found = [float(v) for v in self.scalars if isinstance(v, float) and 0 < v < 0.1]
+        found += [float(v) for v in self.init_kwargs.values() if isinstance(v, float) and 0 < v < 0.1]
+        return sorted(set(found)) or [1e-6, 1e-5]
+
+
+def the_activation(s):
+    """The floating input with the most elements (the tensor a row family runs over)."""
+    floats = [(n, v) for n, v in s.float_inputs() if v.dim() >= 1]
+    if not floats:
+        raise NoFit("takes no floating-point tensor")
+    return max(floats, key=lambda nv: nv[1].numel())
+
+
+def one_output(s, like=None, last=None, dtype=None):
+    if len(s.outputs) != 1:
+        raise NoFit("returns %d outputs; the family returns one" % len(s.outputs))
+    name, out = s.outputs[0]
+    if not torch.is_tensor(out):
+        raise NoFit("returns %s, not a tensor" % type(out).__name__)
+    if like is not None:
+        want = tuple(like.shape[:-1]) + ((last,) if last is not None else tuple(like.shape[-1:]))
+        if tuple(out.shape) != want:
+            raise NoFit("returns shape %s; the family returns %s" % (tuple(out.shape), want))
+    if dtype is not None and out.dtype != dtype:
+        raise NoFit("returns %s where the family stores the input's %s" % (out.dtype, dtype))
+    return name, out
+
+
+def vectors_of(s, size, exclude=()):
+    """Sources of 1-D floating tensors of `size` elements (weights, biases)."""
+    return [(src, v) for src, v in s.sources() if is_float(v) and v.dim() == 1 and v.numel() == size and src not in exclude]
+
+
+def no_other_tensors(s, used):
+    extra = [n for n, v in s.tensor_inputs() if ("input", n) not in used]
+    if extra:
+        raise NoFit("takes tensors the family has no place for: " + ", ".join(extra))
+    if s.updated - {n for kind, n in used if kind == "input"}:
+        raise NoFit("writes an input in place: " + ", ".join(sorted(s.updated)))
+
+
+def empty(shape, dtype, device):
+    if dtype.is_floating_point and not is_fp8_dtype(dtype):
+        return torch.full(shape, float("nan"), dtype=dtype, device=device)  # an unwritten element cannot pass
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def rows(t):
+    return t.numel() // t.shape[-1] if t.dim() else 1
+
+
+class RowNorm:
+    """rms_norm and layer_norm: x[.., H], weight[H] (+ bias[H]), out like x; eps."""
+
+    def __init__(self, name, bias):
+        self.name, self.bias = name, bias
+
+    def bind(self, s):
+        xs, x = the_activation(s)
+        h = x.shape[-1]
+        out_name, _ = one_output(s, like=x, dtype=x.dtype)
+        weights = vectors_of(s, h, exclude=[("input", xs)])
+        if not weights:
+            raise NoFit("has no weight of %d elements" % h)
+        found = []
+        for wsrc, _ in weights:
+            biases = vectors_of(s, h, exclude=[("input", xs), wsrc]) if self.bias else [(None, None)]
+            if not biases:
+                raise NoFit("has no bias of %d elements (the family adds one)" % h)
+            for bsrc, _ in biases:
+                used = [("input", xs), wsrc] + ([bsrc] if bsrc else [])
+                no_other_tensors(s, used)
+                for eps in s.small_constants():
+                    roles = {"x": ("input", xs), "weight": wsrc}
+                    if bsrc:
+                        roles["bias"] = bsrc
+                    found.append({"roles": roles, "params": {"eps": eps}, "outputs": {"out": out_name}})
+        return found
+
+    def prepare(self, b, get):
+        x = get(b["roles"]["x"]).contiguous()
+        out = empty(x.shape, x.dtype, x.device)
+        tensors = [x, get(b["roles"]["weight"])] + ([get(b["roles"]["bias"])] if self.bias else []) + [out]
+        return tensors, [rows(x), x.shape[-1]], [b["params"]["eps"]], {"out": out}
+
+
+class FusedAddRmsNorm:
+    name = "fused_add_rms_norm"
+
+    def bind(self, s):
+        floats = [(n, v) for n, v in s.float_inputs() if v.dim() >= 1]
+        pairs = [(a, b) for a in floats for b in floats if a[0] != b[0] and a[1].shape == b[1].shape and a[1].dtype == b[1].dtype]
+        if not pairs:
+            raise NoFit("takes no two tensors of one shape (x and the residual)")
+        if len(s.outputs) != 2 or not all(torch.is_tensor(v) for _, v in s.outputs):
+            raise NoFit("returns %d outputs; the family returns the normalized rows and x + residual" % len(s.outputs))
+        found = []
+        for (xs, x), (rs, r) in pairs:
+            if s.updated - {rs}:
+                continue  # only the residual may be written in place
+            h = x.shape[-1]
+            for wsrc, _ in vectors_of(s, h, exclude=[("input", xs), ("input", rs)]):
+                no_other_tensors(s, [("input", xs), ("input", rs), wsrc])
+                for out_name, res_name in ((s.outputs[0][0], s.outputs[1][0]), (s.outputs[1][0], s.outputs[0][0])):
+                    outs = dict(s.outputs)
+                    if tuple(outs[out_name].shape) != tuple(x.shape) or outs[out_name].dtype != x.dtype:
+                        continue
+                    for eps in s.small_constants():
+                        found.append({"roles": {"x": ("input", xs), "residual": ("input", rs), "weight": wsrc}, "params": {"eps": eps},
+                                      "outputs": {"out": out_name, "residual": res_name}, "in_place": rs in s.updated})
+        if not found:
+            raise NoFit("no pairing of x, residual and a weight fits the family")
+        return found
+
+    def prepare(self, b, get):
+        x = get(b["roles"]["x"]).contiguous()
+        residual = get(b["roles"]["residual"])
+        if not b.get("in_place"):
+            residual = residual.clone()  # the reference leaves its residual as it was
+        out = empty(x.shape, x.dtype, x.device)
+        return [x, residual, get(b["roles"]["weight"]), out], [rows(x), x.shape[-1]], [b["params"]["eps"]], {"out": out, "residual": residual}
+
+
+class RowMap:
+    """softmax and the gated activations: one input x[.., N], one output over its rows."""
+
+    def __init__(self, name, halves):
+        self.name, self.halves = name, halves
+
+    def bind(self, s):
+        xs, x = the_activation(s)
+        no_other_tensors(s, [("input", xs)])
+        n = x.shape[-1]
+        if self.halves and n % 2:
+            raise NoFit("its last dimension %d is odd; the family splits it in halves" % n)
+        out_name, _ = one_output(s, like=x, last=n // 2 if self.halves else None, dtype=x.dtype)
+        return [{"roles": {"x": ("input", xs)}, "params": {}, "outputs": {"out": out_name}}]
+
+    def prepare(self, b, get):
+        x = get(b["roles"]["x"]).contiguous()
+        n = x.shape[-1] // 2 if self.halves else x.shape[-1]
+        out = empty(tuple(x.shape[:-1]) + (n,), x.dtype, x.device)
+        return [x, out], [rows(x), n], [], {"out": out}
+
+
+class RowReduce:
+    name = "row_reduce"
+
+    def bind(self, s):
+        xs, x = the_activation(s)
+        no_other_tensors(s, [("input", xs)])
+        if len(s.outputs) != 1 or not torch.is_tensor(s.outputs[0][1]):
+            raise NoFit("returns %d outputs; the family returns one" % len(s.outputs))
+        out_name, out = s.outputs[0]
+        kept = tuple(x.shape[:-1]) + (1,)
+        if tuple(out.shape) not in (tuple(x.shape[:-1]), kept):
+            raise NoFit("returns shape %s; a reduction over the last dim returns %s" % (tuple(out.shape), tuple(x.shape[:-1])))
+        if out.dtype != x.dtype:
+            raise NoFit("returns %s where the family stores the input's %s" % (out.dtype, x.dtype))
+        keep = tuple(out.shape) == kept and x.dim() > 0
+        return [{"roles": {"x": ("input", xs)}, "params": {"op": op, "keepdim": keep}, "outputs": {"out": out_name}} for op in (0, 1, 2)]
+
+    def prepare(self, b, get):
+        x = get(b["roles"]["x"]).contiguous()
+        out = empty(tuple(x.shape[:-1]) + ((1,) if b["params"]["keepdim"] else ()), x.dtype, x.device)
+        return [x, out], [rows(x), x.shape[-1]], [b["params"]["op"]], {"out": out}
+
+
+class Fp8Quant:
+    name = "fp8_quant"
+
+    def bind(self, s):
+        xs, x = the_activation(s)
+        no_other_tensors(s, [("input", xs)])
+        if len(s.outputs) != 2:
+            raise NoFit("returns %d outputs; the family returns q and a per-row scale" % len(s.outputs))
+        q = [(n, v) for n, v in s.outputs if is_fp8(v)]
+        sc = [(n, v) for n, v in s.outputs if torch.is_tensor(v) and v.dtype == torch.float32]
+        if len(q) != 1 or len(sc) != 1:
+            raise NoFit("does not return one fp8 tensor and one fp32 scale")
+        if tuple(q[0][1].shape) != tuple(x.shape):
+            raise NoFit("returns q of shape %s, not the input's" % (tuple(q[0][1].shape),))
+        if sc[0][1].numel() != rows(x):
+            raise NoFit("returns %d scales for %d rows: not one scale per row" % (sc[0][1].numel(), rows(x)))
+        return [{"roles": {"x": ("input", xs)}, "params": {"fp8_max": 240.0 if "fnuz" in str(q[0][1].dtype) else 448.0},
+                 "outputs": {"q": q[0][0], "scale": sc[0][0]}, "q_dtype": str(q[0][1].dtype).replace("torch.", ""),
+                 "scale_shape": list(sc[0][1].shape[len(x.shape) - 1:]) if sc[0][1].dim() == x.dim() else []}]
+
+    def prepare(self, b, get):
+        x = get(b["roles"]["x"]).contiguous()
+        q = torch.empty(x.shape, dtype=getattr(torch, b["q_dtype"]), device=x.device)
+        scale = empty(tuple(x.shape[:-1]) + tuple(b["scale_shape"]), torch.float32, x.device)
+        return [x, q.view(torch.uint8), scale], [rows(x), x.shape[-1]], [b["params"]["fp8_max"]], {"q": q, "scale": scale}
+
+
+class MoeGating:
+    name = "moe_gating"
+
+    def bind(self, s):
+        tensors = s.tensor_inputs()
+        if len(tensors) != 1 or tensors[0][1].dtype != torch.float32 or tensors[0][1].dim() != 2:
+            raise NoFit("takes no single fp32 [tokens, experts] tensor of router logits")
+        gs, g = tensors[0]
+        no_other_tensors(s, [("input", gs)])
+        if len(s.outputs) != 2:
+            raise NoFit("returns %d outputs; the family returns top-k weights and ids" % len(s.outputs))
+        w = [(n, v) for n, v in s.outputs if torch.is_tensor(v) and v.dtype == torch.float32]
+        ids = [(n, v) for n, v in s.outputs if torch.is_tensor(v) and v.dtype in (torch.int32, torch.int64)]
+        if len(w) != 1 or len(ids) != 1 or tuple(w[0][1].shape) != tuple(ids[0][1].shape) or w[0][1].dim() != 2:
+            raise NoFit("does not return fp32 weights and integer ids of one [tokens, k] shape")
+        k = w[0][1].shape[1]
+        return [{"roles": {"gating": ("input", gs)}, "params": {"k": k, "renormalize": r}, "outputs": {"weights": w[0][0], "ids": ids[0][0]},
+                 "ids_dtype": str(ids[0][1].dtype).replace("torch.", "")} for r in (0, 1)]
+
+    def prepare(self, b, get):
+        g = get(b["roles"]["gating"]).contiguous()
+        t, e = g.shape
+        k = b["params"]["k"]
+        w = empty((t, k), torch.float32, g.device)
+        ids = torch.empty((t, k), dtype=torch.int32, device=g.device)
+        post = None if b["ids_dtype"] == "int32" else (lambda outs: dict(outs, ids=outs["ids"].to(torch.int64)))
+        return [g, w, ids], [t, e, k], [float(b["params"]["renormalize"])], {"weights": w, "ids": ids, "_post": post}
+
+
+class Gemm:
+    name = "gemm"
+
+    def bind(self, s):
+        xs, x = the_activation(s)
+        k = x.shape[-1]
+        mats = [(src, v) for src, v in s.sources() if is_float(v) and v.dim() == 2 and v.shape[1] == k and src != ("input", xs)]
+        if not mats:
+            raise NoFit("has no [N, %d] weight (a [K, N] weight is not the family's layout)" % k)
+        found = []
+        for wsrc, w in mats:
+            if w.dtype != x.dtype:
+                continue
+            n = w.shape[0]
+            try:
+                out_name, _ = one_output(s, like=x, last=n, dtype=x.dtype)
+            except NoFit:
+                continue
+            for bsrc, _ in [(None, None)] + vectors_of(s, n, exclude=[("input", xs), wsrc]):
+                used = [("input", xs), wsrc] + ([bsrc] if bsrc else [])
+                try:
+                    no_other_tensors(s, used)
+                except NoFit:
+                    continue
+                roles = {"x": ("input", xs), "weight": wsrc}
+                if bsrc:
+                    roles["bias"] = bsrc
+                found.append({"roles": roles, "params": {}, "outputs": {"out": out_name}})
+        if not found:
+            raise NoFit("no weight, bias and output of the family's shapes fit together")
+        return found
+
+    def prepare(self, b, get):
+        x = get(b["roles"]["x"]).contiguous()
+        w = get(b["roles"]["weight"])
+        bias = get(b["roles"]["bias"]) if "bias" in b["roles"] else None
+        n = w.shape[0]
+        out = empty(tuple(x.shape[:-1]) + (n,), x.dtype, x.device)
+        return [x, w, bias, out], [rows(x), n, x.shape[-1]], [], {"out": out}
+
+
+class PagedDecodeAttention:
+    name = "paged_decode_attention"
+
+    def bind(self, s):
+        t = s.tensor_inputs()
+        q = [(n, v) for n, v in t if is_float(v) and v.dim() == 3]
+        caches = [(n, v) for n, v in t if is_float(v) and v.dim() == 4]
+        tables = [(n, v) for n, v in t if not v.dtype.is_floating_point and v.dim() == 2]
+        lens = [(n, v) for n, v in t if not v.dtype.is_floating_point and v.dim() == 1]
+        if len(q) != 1 or len(caches) != 2 or len(tables) != 1 or len(lens) != 1 or len(t) != 5:
+            raise NoFit("does not take query [B, Hq, D], key and value caches [blocks, page, Hkv, D], block tables and sequence lengths")
+        qn, qv = q[0]
+        if caches[0][1].shape != caches[1][1].shape or caches[0][1].shape[3] != qv.shape[2] or qv.shape[1] % caches[0][1].shape[2]:
+            raise NoFit("its caches are not [blocks, page, Hkv, D] with D and Hkv fitting the query")
+        out_name, _ = one_output(s, like=qv, dtype=qv.dtype)
+        no_other_tensors(s, [("input", n) for n, _ in t])
+        d = qv.shape[2]
+        scales = sorted(set([1.0 / math.sqrt(d)] + [float(v) for v in s.scalars if isinstance(v, float) and 0 < v < 1]))
+        return [{"roles": {"query": ("input", qn), "key_cache": ("input", caches[0][0]), "value_cache": ("input", caches[1][0]),
+                           "block_tables": ("input", tables[0][0]), "seq_lens": ("input", lens[0][0])},
+                 "params": {"scale": sc, "scale_is_rsqrt_d": abs(sc - 1.0 / math.sqrt(d)) < 1e-12}, "outputs": {"out": out_name}} for sc in scales]
+
+    def prepare(self, b, get):
+        r = b["roles"]
+        q, kc, vc = get(r["query"]), get(r["key_cache"]), get(r["value_cache"])
+        bt, sl = get(r["block_tables"]).to(torch.int32).contiguous(), get(r["seq_lens"]).to(torch.int32).contiguous()
+        bsz, hq, d = q.shape
+        _, page, hkv, _ = kc.shape
+        mb = bt.shape[1]
+        splits = 1
+        if q.is_cuda:
+            # The template's split-KV heuristic (bench/gpu/decode_kernel_bench.cu, decode_split_sweep.cu):
+            # tensor-core kernel about one block per SM, the generic one about 16; at most one split per 512 tokens.
+            props = torch.cuda.get_device_properties(q.device)
+            mma = (torch.version.hip is None and props.major >= 8 and q.dtype in (torch.bfloat16, torch.float16)
+                   and d in (64, 128) and hq // hkv <= 8 and page >= 16 and page & (page - 1) == 0)
+            per_sm = props.multi_processor_count // (bsz * hkv) if mma else math.ceil(16 * props.multi_processor_count / (bsz * hkv))
+            splits = max(1, min(math.ceil(mb * page / 512), per_sm))
+        scale = 1.0 / math.sqrt(d) if b["params"].get("scale_is_rsqrt_d") else b["params"]["scale"]
+        out = empty(q.shape, q.dtype, q.device)
+        po = torch.empty((bsz, hq, splits, d), dtype=torch.float32, device=q.device)
+        pl = torch.empty((bsz, hq, splits), dtype=torch.float32, device=q.device)
+        return [q.contiguous(), kc.contiguous(), vc.contiguous(), bt, sl, out, po, pl], [bsz, hq, hkv, d, page, mb, splits], [scale], {"out": out}
+
+
+# Every family with a V0 kernel, by its table name (the C++ table lists the same names, in this order).
+FAMILIES = {f.name: f for f in (FusedAddRmsNorm(), RowNorm("rms_norm", False), RowNorm("layer_norm", True), RowMap("softmax", False),
+                                RowReduce(), RowMap("silu_and_mul", True), RowMap("gelu_and_mul", True), Fp8Quant(), MoeGating(),
+                                Gemm(), PagedDecodeAttention())}
+
+
+def launch_twin(lib, family, tensors, dims, params):
+    """Runs the CPU twin (kwiki_twin.h) on host tensors in the launcher's order."""
+    ptrs = (ctypes.c_void_p * len(tensors))(*[0 if t is None else t.data_ptr() for t in tensors])
+    codes = (ctypes.c_int * len(tensors))(*[0 if t is None else DTYPE_CODES[t.dtype] for t in tensors])
+    d = (ctypes.c_longlong * max(1, len(dims)))(*[int(x) for x in dims] or [0])
+    p = (ctypes.c_double * max(1, len(params)))(*[float(x) for x in params] or [0.0])
+    err = ctypes.create_string_buffer(512)
+    rc = lib.kwiki_twin_launch(family.encode(), ptrs, codes, len(tensors), d, len(dims), p, len(params), err, len(err))
+    if rc != 0:
+        raise RuntimeError("the %s twin refused: %s" % (family, err.value.decode(errors="replace")))
+
+
+def open_twin(path):
+    lib = ctypes.CDLL(path)
+    lib.kwiki_twin_launch.restype = ctypes.c_int
+    lib.kwiki_twin_launch.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int), ctypes.c_int,
+                                      ctypes.POINTER(ctypes.c_longlong), ctypes.c_int, ctypes.POINTER(ctypes.c_double), ctypes.c_int,
+                                      ctypes.c_char_p, ctypes.c_int]
+    if lib.kwiki_twin_abi_version() != 1:
+        raise RuntimeError("twin library speaks ABI %d, expected 1" % lib.kwiki_twin_abi_version())
+    return lib
+
+
+def outputs_in_form(binding, outs, form, names):
+    """The kernel's outputs arranged as the reference returns them (tensor, tuple or dict)."""
+    post = outs.pop("_post", None)
+    if post:
+        outs = post(outs)
+    by_name = {binding["outputs"][role]: t for role, t in outs.items() if role in binding["outputs"]}
+    if form == "tensor":
+        return by_name[names[0]]
+    if form == "dict":
+        return {n: by_name[n] for n in names}
+    return tuple(by_name[n] for n in names)
+
+
+def prove(lib, structure, before, reference_outputs, updated_after, families):
+    """Each family's best binding against one traced call: the twin runs on `before` (the inputs
+    as the reference got them) and its outputs are compared with the reference's. Returns a list
+    of {family, fits, ok, binding, errors, why}."""
+    results = []
+    for name in families:
+        fam = FAMILIES.get(name)
+        if fam is None:
+            results.append({"family": name, "fits": False, "ok": False, "why": "no Python adapter"})
+            continue
+        try:
+            candidates = fam.bind(structure)
+        except NoFit as e:
+            results.append({"family": name, "fits": False, "ok": False, "why": str(e)})
+            continue
+        best = None
+        for b in candidates:
+            get = lambda src: (dict(before) if src[0] == "input" else dict(structure.params))[src[1]].clone()
+            try:
+                tensors, dims, params, outs = fam.prepare(b, get)
+                launch_twin(lib, name, tensors, dims, params)
+                post = outs.pop("_post", None)
+                if post:
+                    outs = post(outs)
+            except Exception as e:
+                trial = {"ok": False, "errors": {}, "why": "%s: %s" % (type(e).__name__, e), "worst": float("inf")}
+            else:
+                errors, ok, worst = {}, True, 0.0
+                want = dict(reference_outputs)
+                for role, out_name in b["outputs"].items():
+                    target = want.get(out_name)
+                    if target is None and out_name in updated_after:
+                        target = updated_after[out_name]
+                    good, msg, a, r = compare(out_name, outs[role], target)
+                    errors[out_name] = {"ok": good, "max_abs": a, "max_rel": r, "message": msg}
+                    ok = ok and good
+                    worst = max(worst, a if math.isfinite(a) else 1e30)
+                trial = {"ok": ok, "errors": errors, "worst": worst}
+            trial["binding"] = b
+            if best is None or (trial["ok"] and not best["ok"]) or (trial["ok"] == best["ok"] and trial["worst"] < best["worst"]):
+                best = trial
+            if trial["ok"]:
+                break
+        best.update(family=name, fits=True)
+        results.append(best)
+    return results

@@ -1,0 +1,308 @@
+# trace_task.py: runs a task's reference per shape and records what it computes (run by kwiki plan).
+# Usage: python trace_task.py [--twin LIB --families A,B,...] TASK_DIR OUT_DIR SHAPE_ID...
+# Per shape: (1) the true tensors at the given sizes, from a run on the meta device (shapes and
+# dtypes, no data), else on the CPU; (2) a run on the CPU at a proportionally smaller size under a
+# dispatch recorder: the aten ops executed (the graph), and the inputs, parameters and outputs
+# saved as raw files in OUT_DIR; (3) with --twin, each family's CPU twin run on those inputs
+# (kwiki_families.prove) against the reference's outputs. One JSON line on stdout.
+import importlib.util
+import inspect
+import json
+import os
+import signal
+import sys
+import traceback
+
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64", "int8": "int8", "uint8": "uint8",
+          "int16": "int16", "int32": "int32", "int64": "int64", "bool": "bool", "float8_e4m3fn": "fp8_e4m3fn",
+          "float8_e4m3fnuz": "fp8_e4m3fnuz", "float8_e5m2": "fp8_e5m2"}
+MAX_OPS = 4000            # ops recorded per shape (a Python loop over sequences records many)
+MAX_SAVED = 4 << 20       # elements per saved tensor: beyond this the shape is not proven here
+SMALLEST = 64             # a shrunk size stays at least this
+REAL_CPU_SECONDS = 30     # the real-size CPU fallback gives up after this
+
+
+def dtype_name(dtype):
+    return DTYPES.get(str(dtype).replace("torch.", ""), str(dtype).replace("torch.", ""))
+
+
+def load(task_dir, name):
+    spec = importlib.util.spec_from_file_location("kwiki_task_" + name, os.path.join(task_dir, name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def flatten_outputs(result):
+    import torch
+    if torch.is_tensor(result):
+        return "tensor", [("out", result)]
+    if isinstance(result, dict):
+        return "dict", list(result.items())
+    if isinstance(result, (tuple, list)):
+        return "tuple", [("out%d" % i, v) for i, v in enumerate(result)]
+    return "other", [("out", result)]
+
+
+def shrink_factor(kwargs):
+    """A power of two that divides every size-like integer >= 128 of the kwargs and leaves each at
+    least SMALLEST: relations between sizes (equal, twice, a multiple) survive the shrink."""
+    sizes = [v for d in kwargs for k, v in d.items()
+             if isinstance(v, int) and not isinstance(v, bool) and v >= 128 and "seed" not in k.lower()]
+    s = 1
+    while sizes and all(v % (2 * s) == 0 and v // (2 * s) >= SMALLEST for v in sizes):
+        s *= 2
+    return s
+
+
+def shrunk(kwargs, s):
+    return {k: (v // s if isinstance(v, int) and not isinstance(v, bool) and v >= 128 and "seed" not in k.lower() else v)
+            for k, v in kwargs.items()}
+
+
+def make_inputs(factory, kwargs, device):
+    kw = dict(kwargs)
+    if "device" in inspect.signature(factory._make_inputs).parameters:
+        kw["device"] = device
+    return factory._make_inputs(**kw)
+
+
+def spec_of(name, value, kind):
+    import torch
+    if not torch.is_tensor(value):
+        return {"name": name, "kind": kind, "python": type(value).__name__, "value": value if isinstance(value, (int, float, bool, str)) else None}
+    return {"name": name, "kind": kind, "shape": list(value.shape), "dtype": dtype_name(value.dtype)}
+
+
+class Recorder:
+    """The aten ops a forward executes, with tensor identities, shapes, dtypes and scalars."""
+
+    def __init__(self, named):
+        self.ops, self.truncated = [], False
+        self.ids, self.keep, self.count = {}, [], 0
+        for name, t in named:
+            self.ids[id(t)] = name
+            self.keep.append(t)
+
+    def ref(self, v):
+        import torch
+        if torch.is_tensor(v):
+            if id(v) not in self.ids:
+                self.count += 1
+                self.ids[id(v)] = "t%d" % self.count
+                self.keep.append(v)  # the object stays alive, so its id is never reused
+            return {"t": self.ids[id(v)], "shape": list(v.shape), "dtype": dtype_name(v.dtype)}
+        if isinstance(v, (list, tuple)):
+            return [self.ref(x) for x in v]
+        if isinstance(v, (bool, int, float)) or v is None:
+            return {"s": v}
+        return {"v": str(v)}
+
+    def record(self, func, args, kwargs, out):
+        if len(self.ops) >= MAX_OPS:
+            self.truncated = True
+            return
+        entry = {"op": str(func), "args": [self.ref(a) for a in args], "out": self.ref(out)}
+        if kwargs:
+            entry["kwargs"] = {k: self.ref(v) for k, v in kwargs.items()}
+        self.ops.append(entry)
+
+
+def recording_mode(recorder):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            recorder.record(func, args, kwargs, out)
+            return out
+
+    return Mode()
+
+
+def save(out_dir, index, value):
+    """Raw little-endian file: float32 for floating tensors, int64 for integers, uint8 for bool."""
+    import torch
+    t = value.detach().cpu()
+    if t.dtype == torch.bool:
+        t, kind = t.to(torch.uint8), "u8"
+    elif t.dtype.is_floating_point:
+        t, kind = t.to(torch.float32), "f32"
+    else:
+        t, kind = t.to(torch.int64), "i64"
+    path = os.path.join(out_dir, "t%d.bin" % index)
+    with open(path, "wb") as f:
+        f.write(t.contiguous().numpy().tobytes())
+    return os.path.basename(path), kind
+
+
+def real_run(factory, reference, spec, small):
+    """Tensors at the given sizes: on the meta device, else on the CPU (same size as the small
+    run: its tensors; else a bounded CPU run)."""
+    import torch
+    init, kw = spec["init_kwargs"], spec["input_kwargs"]
+    if small is not None and small.get("factor") == 1:
+        return {"device": "cpu", "inputs": small["inputs"], "outputs": small["outputs"]}
+    inputs = make_inputs(factory, kw, "cpu")
+    model = reference.Model(**init)
+    try:
+        meta_inputs = {k: (v.to("meta") if torch.is_tensor(v) else v) for k, v in inputs.items()}
+        meta_model = model.to("meta")
+        with torch.no_grad():
+            form, outs = flatten_outputs(meta_model(**meta_inputs))
+        device = "meta"
+    except Exception:
+        model = reference.Model(**init)
+
+        def expired(signum, frame):
+            raise TimeoutError("the CPU run at full size took over %d s" % REAL_CPU_SECONDS)
+
+        old = signal.signal(signal.SIGALRM, expired)
+        signal.alarm(REAL_CPU_SECONDS)
+        try:
+            with torch.no_grad():
+                form, outs = flatten_outputs(model(**inputs))
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+        device = "cpu"
+    specs = [spec_of(k, v, "input") for k, v in inputs.items()] + [spec_of(n, p, "param") for n, p in model.named_parameters()]
+    return {"device": device, "inputs": specs, "outputs": [spec_of(n, v, "output") for n, v in outs], "form": form}
+
+
+def graph_scalars(ops):
+    """The Python numbers the recorded ops were called with (epsilons, scales, clamps)."""
+    found = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            if "s" in v and isinstance(v["s"], (int, float)) and not isinstance(v["s"], bool):
+                found.append(v["s"])
+            for x in v.get("kwargs", {}).values() if "op" in v else []:
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    for op in ops:
+        walk(op["args"])
+        walk(list(op.get("kwargs", {}).values()))
+    return found
+
+
+def small_run(factory, reference, spec, out_dir, shape_index, twin):
+    import torch
+    init, kw = spec["init_kwargs"], spec["input_kwargs"]
+    s = shrink_factor([init, kw])
+    init_s, kw_s = shrunk(init, s), shrunk(kw, s)
+    torch.manual_seed(0)
+    inputs = make_inputs(factory, kw_s, "cpu")
+    model = reference.Model(**init_s)
+    before = {k: (v.clone() if torch.is_tensor(v) else v) for k, v in inputs.items()}
+    versions = {k: v._version for k, v in inputs.items() if torch.is_tensor(v)}
+    params = list(model.named_parameters()) + [(n, b) for n, b in model.named_buffers()]
+    recorder = Recorder([(k, v) for k, v in inputs.items() if torch.is_tensor(v)] + [("param:" + n, p) for n, p in params])
+    with torch.no_grad():
+        with recording_mode(recorder):
+            result = model(**inputs)
+    form, outs = flatten_outputs(result)
+    saved = [0]
+    too_large = []
+
+    def entry(name, value, kind, alias=None):
+        e = spec_of(name, value, kind)
+        if torch.is_tensor(value):
+            if value.numel() > MAX_SAVED:
+                too_large.append(name)
+            else:
+                saved[0] += 1
+                e["file"], e["storage"] = save(out_dir, shape_index * 1000 + saved[0], value)
+        if alias:
+            e["alias_of"] = alias
+        return e
+
+    record = {"factor": s, "init_kwargs": init_s, "input_kwargs": kw_s, "form": form}
+    record["inputs"] = [entry(k, before[k], "input") for k in inputs]
+    for e, k in zip(record["inputs"], inputs):
+        if torch.is_tensor(inputs[k]) and inputs[k]._version != versions[k]:
+            e["updated"] = True
+    record["params"] = [entry(n, p, "param") for n, p in params]
+    record["outputs"] = []
+    for n, v in outs:
+        alias = next((k for k, t in inputs.items() if t is v), None) if torch.is_tensor(v) else None
+        record["outputs"].append(entry(n, v, "output", alias))
+    record["updated"] = [entry(k, inputs[k], "updated") for k in inputs if torch.is_tensor(inputs[k]) and inputs[k]._version != versions[k]]
+    record["graph"] = {"ops": recorder.ops, "truncated": recorder.truncated}
+    if too_large:
+        record["not_saved"] = too_large
+    if twin is not None:
+        import kwiki_families
+        lib, families = twin
+        structure = kwiki_families.Structure([(k, before[k]) for k in inputs], params, outs, form,
+                                             [k for k in inputs if torch.is_tensor(inputs[k]) and inputs[k]._version != versions[k]],
+                                             graph_scalars(recorder.ops), init_s)
+        updated_after = {k: inputs[k] for k in inputs if torch.is_tensor(inputs[k]) and inputs[k]._version != versions[k]}
+        record["proof"] = kwiki_families.prove(lib, structure, before, outs, updated_after, families)
+    return record
+
+
+def main():
+    args = sys.argv[1:]
+    twin_path, families = None, []
+    while args and args[0].startswith("--"):
+        flag, value, args = args[0], args[1], args[2:]
+        if flag == "--twin":
+            twin_path = value
+        elif flag == "--families":
+            families = [f for f in value.split(",") if f]
+    task_dir, out_dir, shape_ids = args[0], args[1], args[2:]
+    out = {"python": sys.executable, "torch": None, "shapes": {}, "limitations": []}
+    try:
+        import torch
+    except Exception as e:
+        out["skipped"] = "torch is not importable by %s (%s)" % (sys.executable, e)
+        print(json.dumps(out))
+        return
+    out["torch"] = torch.__version__
+    out["cuda"] = bool(torch.cuda.is_available())
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import kwiki_device
+    kwiki_device.map_cuda_to("cpu")  # the semantics are read on the CPU, whatever the task's device
+    twin = None
+    if twin_path:
+        import kwiki_families
+        twin = (kwiki_families.open_twin(twin_path), families)
+    if not hasattr(torch, "float8_e4m3fn"):
+        out["limitations"].append("torch %s has no float8 dtypes: a reference that uses them cannot run here" % torch.__version__)
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode  # noqa: F401
+    except Exception:
+        out["skipped"] = "torch %s has no dispatch modes, so kwiki cannot record what the reference executes" % torch.__version__
+        print(json.dumps(out))
+        return
+    shapes = json.load(open(os.path.join(task_dir, "shapes.json")))
+    try:
+        reference, factory = load(task_dir, "reference"), load(task_dir, "input")
+    except Exception as e:
+        out["error"] = {"stage": "import", "message": "%s: %s" % (type(e).__name__, e), "detail": traceback.format_exc(limit=4)}
+        print(json.dumps(out))
+        return
+    for index, sid in enumerate(shape_ids):
+        raw = shapes.get(sid) or {}
+        spec = {"init_kwargs": raw.get("init_kwargs") or {}, "input_kwargs": raw.get("input_kwargs") or {}}
+        entry = {}
+        for stage, run in (("small", lambda: small_run(factory, reference, spec, out_dir, index, twin)),
+                           ("real", lambda: real_run(factory, reference, spec, entry.get("small")))):
+            try:
+                entry[stage] = run()
+            except Exception as e:
+                tb = traceback.extract_tb(e.__traceback__)
+                where = "input.py" if any(f.filename.endswith("input.py") for f in tb) and not any(f.filename.endswith("reference.py") for f in tb) else "reference.py"
+                entry[stage + "_error"] = {"stage": where, "message": "%s: %s" % (type(e).__name__, e)}
+        out["shapes"][sid] = entry
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
