@@ -14,7 +14,7 @@
 #include <regex>
 #include <sstream>
 
-#include "dry_run.hpp"
+#include "trace.hpp"
 #include "embedded_files.hpp"
 #include "file_util.hpp"
 #include "kwiki/error.hpp"
@@ -470,14 +470,14 @@ BaselineResult baseline_stages(const BaselineRequest& request) {
       result.not_measured_because = amd ? "no AMD GPU" : "no NVIDIA GPU on this machine";
     } else if (!device_matches(device.name, product) && !request.allow_other_device) {
       result.not_measured_because = "the GPU here is " + device.name + ", not the plan's " + product + " (pass --allow-other-device to run anyway)";
-    } else if (!run_tool({detail::python_interpreter(), "-c", "import torch"}, 120).ok()) {
-      result.not_measured_because = "torch is not importable by " + detail::python_interpreter() + " here, so the reference cannot run (set KWIKI_PYTHON)";
+    } else if (!run_tool({detail::find_python(), "-c", "import torch"}, 120).ok()) {
+      result.not_measured_because = "torch is not importable by " + detail::find_python() + " here, so the reference cannot run (set KWIKI_PYTHON)";
     } else {
       device_label = device.name + " (" + device.uuid + ")" + (device_matches(device.name, product) ? "" : " [not the plan's product]");
       std::string shapes;
       for (const auto& s : request.shape_ids) shapes += (shapes.empty() ? "" : ",") + s;
       detail::ProcessSpec harness;
-      harness.argv = {detail::python_interpreter(), "test_kernel.py", "--version", "v0"};
+      harness.argv = {detail::find_python(), "test_kernel.py", "--version", "v0"};
       if (!shapes.empty()) harness.argv.insert(harness.argv.end(), {"--shapes", shapes});
       harness.cwd = ws.string();
       harness.set_env = {{"KWIKI_KERNEL_SO", (ws / "build" / "kernel.so").string()}, {"TEST_TIMEOUT_SEC", std::to_string(request.timeout_sec)}};

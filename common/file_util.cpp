@@ -92,6 +92,17 @@ FileLock::~FileLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
+PrivateFolder::PrivateFolder(const std::string& prefix) {
+  std::string pattern = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (!::mkdtemp(pattern.data())) throw Error(ErrorCode::kIo, std::string("cannot create a private folder: ") + std::strerror(errno), pattern);
+  path_ = pattern;
+}
+
+PrivateFolder::~PrivateFolder() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorCode::kUnreadable, "cannot read the file", path);

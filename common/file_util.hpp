@@ -33,6 +33,21 @@ class FileLock {
   int fd_ = -1;
 };
 
+/// A private folder (mkdtemp, mode 0700) under $TMPDIR named <prefix>-XXXXXX, removed with
+/// everything in it on destruction: kwiki's own scratch space, never a path others chose.
+/// Throws kwiki::Error kIo when it cannot be made.
+class PrivateFolder {
+ public:
+  explicit PrivateFolder(const std::string& prefix);
+  ~PrivateFolder();
+  PrivateFolder(const PrivateFolder&) = delete;
+  PrivateFolder& operator=(const PrivateFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 /// The whole file, or throws kwiki::Error kUnreadable naming it.
 std::string read_file(const std::string& path);
 

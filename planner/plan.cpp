@@ -14,7 +14,11 @@
 #include <sstream>
 
 #include "design.hpp"
-#include "dry_run.hpp"
+#include "family.hpp"
+#include "file_util.hpp"
+#include "proof.hpp"
+#include "trace.hpp"
+#include "twin_build.hpp"
 #include "kwiki/error.hpp"
 #include "kwiki/planner.hpp"
 #include "kwiki/query.hpp"
@@ -183,21 +187,54 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
   PlanResult result;
   result.notes = target.notes;
 
-  PatternGuess pattern = detect_pattern(task);
+  // Semantics: what the reference executes (the trace), and which family's twin reproduces it
+  // (the proof). The source text only names a near miss; it never picks a kernel.
+  const PatternGuess source_guess = detect_pattern(task);
+  std::string only;
   if (!request.pattern_override.empty()) {
-    Task hinted = task;
-    hinted.pattern_hint = request.pattern_override;
-    pattern = detect_pattern(hinted);
-    pattern.evidence.insert(pattern.evidence.begin(), "--pattern " + request.pattern_override);
+    const detail::FamilyRow* f = detail::find_family(request.pattern_override);
+    if (!f) throw Error(ErrorCode::kUsage, "--pattern " + request.pattern_override + " names no kernel family (known: " + detail::family_names() + ")");
+    only = f->name;
   }
-  result.pattern = pattern.name;
-
-  detail::DryRun dry;
   if (request.dry_run_timeout_seconds < 1 || request.dry_run_timeout_seconds > 3600)
     throw Error(ErrorCode::kUsage, "the dry-run timeout must be 1 to 3600 seconds");
-  if (request.dry_run) dry = detail::dry_run(task, request.dry_run_timeout_seconds);
-  else dry.skipped_because = "--no-dry-run";
-  if (!dry.ran) result.notes.push_back("dry run skipped: " + dry.skipped_because + "; shapes and dtypes are taken from the task's files");
+  const detail::PrivateFolder scratch("kwiki-trace");
+  detail::Trace dry;
+  if (request.dry_run) {
+    const detail::TwinLibrary twin = detail::build_twin_library();
+    if (twin.path.empty()) result.notes.push_back("the CPU twins could not be built, so no family can be proven: " + twin.error);
+    dry = detail::trace_task(task, {request.dry_run_timeout_seconds, scratch.path(), twin.path, only.empty() ? detail::family_names() : only});
+  } else {
+    dry.skipped_because = "--no-dry-run";
+  }
+  const detail::ProofResult proof = detail::decide_family(dry, only, source_guess.name);
+  PatternGuess pattern;
+  pattern.name = proof.chosen ? proof.chosen->name : "unknown";
+  if (proof.chosen) {
+    pattern.confidence = 1.0;
+    pattern.evidence.push_back("proven: its CPU twin matches the reference on " + std::to_string(proof.shapes.size()) + " shape(s) (plans/proof.json)");
+  } else {
+    pattern.confidence = 0.0;
+    pattern.evidence.push_back("no family proven");
+  }
+  if (!source_guess.evidence.empty() && source_guess.name != "unknown")
+    pattern.evidence.push_back("the source reads like " + source_guess.name + " (" + source_guess.evidence.front() + "); not used to choose");
+  result.pattern = pattern.name;
+  if (dry.ran) {
+    result.notes.push_back("semantics recorded by " + dry.python + " (torch " + dry.torch_version + ") on the CPU: plans/graph.json");
+  } else {
+    result.notes.push_back("the reference was not run (" + dry.skipped_because + "); shapes and dtypes are taken from the task's files");
+    for (const auto& t : dry.interpreters_tried) result.notes.push_back("interpreter tried: " + t);
+  }
+  if (proof.chosen) {
+    result.notes.push_back("family " + pattern.name + " proven: its CPU twin reproduces the reference on every shape");
+  } else {
+    const std::string why = proof.ran ? (proof.near_miss.empty() ? "no family's interface fits the reference" : "the nearest, " + proof.near_miss)
+                                      : "semantics unproven: " + proof.not_run_because;
+    result.notes.push_back("kwiki has no V0 for this task: " + why +
+                           ". The harness still checks and measures a kernel of yours: kwiki baseline --kernel FILE (see kernel_abi.h after a first "
+                           "kwiki baseline)");
+  }
   // Tensors the dry run saw may fill sizes the kwargs did not name.
   if (dry.ran && !task.metadata.empty()) {
     for (const auto& shape : task.shapes) {
@@ -283,14 +320,7 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
   plan["schema"] = "kwiki-plan-1";
   plan["created"] = today();
   plan["task"] = {{"name", task.name}, {"form", task.form}, {"path", task.path}, {"dtype", task.dtype}, {"params", task.params}};
-  plan["pattern"] = {{"name", pattern.name}, {"confidence", pattern.confidence}, {"evidence", pattern.evidence}};
-  // row_reduce's op and output shape, for kwiki baseline's launcher (absent: none the template serves).
-  if (pattern.name == "row_reduce")
-    if (const auto reduction = detail::detect_row_reduction(task)) {
-      plan["pattern"]["reduce_op"] = reduction->op;
-      plan["pattern"]["reduce_op_code"] = reduction->op_code;
-      plan["pattern"]["keepdim"] = reduction->keepdim;
-    }
+  plan["pattern"] = {{"name", pattern.name}, {"confidence", pattern.confidence}, {"evidence", pattern.evidence}, {"proven", proof.chosen != nullptr}};
   plan["target"] = {{"product", target.product}, {"vendor", target.vendor}, {"architecture", target.arch}, {"framework", target.framework},
                     {"compile_target", target.compile_target}, {"spec_record", target.spec_record}, {"warp_size", target.warp_size}};
   ordered_json facts = ordered_json::array();
@@ -317,7 +347,9 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
   ordered_json consulted = ordered_json::array();
   for (const auto& c : design.consulted) consulted.push_back({{"record", c.record}, {"query_id", c.query_id}, {"aspect", c.aspect}});
   plan["records_consulted"] = consulted;
-  plan["dry_run"] = {{"ran", dry.ran}, {"device", dry.device}, {"skipped_because", dry.skipped_because}};
+  plan["dry_run"] = {{"ran", dry.ran}, {"python", dry.python}, {"torch", dry.torch_version}, {"skipped_because", dry.skipped_because}};
+  plan["proof"] = proof.to_json();
+  if (proof.chosen) plan["family"] = {{"name", proof.chosen->name}, {"binding", proof.binding}, {"abi", proof.chosen->abi}};
   plan["notes"] = result.notes;
   result.plan = plan;
 
@@ -384,7 +416,11 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
   md += "\n## Records consulted\n\n| record | query_id | for |\n| --- | --- | --- |\n";
   for (const auto& c : design.consulted) md += "| " + c.record + " | " + c.query_id + " | " + c.aspect + " |\n";
 
-  write_workspace(request, task, target.product, {{"README.md", readme}, {"plans/v0_plan.md", md}, {"plans/v0_plan.json", plan.dump(2) + "\n"}},
+  write_workspace(request, task, target.product, {{"README.md", readme},
+                   {"plans/v0_plan.md", md},
+                   {"plans/v0_plan.json", plan.dump(2) + "\n"},
+                   {"plans/graph.json", dry.graph_json().dump(1) + "\n"},
+                   {"plans/proof.json", plan["proof"].dump(2) + "\n"}},
                   result);
   return result;
 }

@@ -13,7 +13,7 @@
 
 namespace kwiki::detail {
 
-extern const EmbeddedFile kPlannerPythonFiles[];
+extern const EmbeddedFile kPlannerFiles[];
 
 namespace {
 
@@ -76,6 +76,7 @@ void read_shape(ShapeTrace& s, const json& entry) {
     s.outputs = read_tensors(small->value("outputs", json::array()));
     s.updated = read_tensors(small->value("updated", json::array()));
     s.graph = small->value("graph", json::object());
+    s.proof = small->value("proof", json::array());
   } else if (const auto e = entry.find("small_error"); e != entry.end() && e->is_object()) {
     s.error = e->value("stage", "reference.py") + ": " + e->value("message", "");
   }
@@ -84,6 +85,10 @@ void read_shape(ShapeTrace& s, const json& entry) {
     s.real_device = real->value("device", "");
     s.real_inputs = read_tensors(real->value("inputs", json::array()));
     s.real_outputs = read_tensors(real->value("outputs", json::array()));
+    if (const auto f = real->find("flops"); f != real->end() && f->is_object()) {
+      s.real_matrix_flops = f->value("matrix", 0.0);
+      s.real_vector_flops = f->value("vector", 0.0);
+    }
   } else if (const auto e = entry.find("real_error"); e != entry.end() && e->is_object()) {
     s.real_error = e->value("stage", "reference.py") + ": " + e->value("message", "");
   }
@@ -119,8 +124,8 @@ long long TracedTensor::numel() const {
   return n;
 }
 
-std::string planner_python_file(const std::string& name) {
-  for (const EmbeddedFile* f = kPlannerPythonFiles; f->name; ++f)
+std::string planner_file(const std::string& name) {
+  for (const EmbeddedFile* f = kPlannerFiles; f->name; ++f)
     if (name == f->name) return f->text;
   return {};
 }
@@ -193,7 +198,9 @@ std::string find_python(std::vector<std::string>* tried) {
   return first.empty() ? "python3" : first;
 }
 
-Trace trace_task(Task& task, int timeout_seconds, const std::string& dir) {
+Trace trace_task(Task& task, const TraceOptions& options) {
+  const std::string& dir = options.dir;
+  const int timeout_seconds = options.timeout_seconds;
   Trace trace;
   trace.dir = dir;
   if (task.form != "benchmark") {
@@ -201,9 +208,12 @@ Trace trace_task(Task& task, int timeout_seconds, const std::string& dir) {
     return trace;
   }
   trace.python = find_python(&trace.interpreters_tried);
-  for (const char* name : {"trace_task.py", "kwiki_device.py"}) write_file_atomically(dir + "/" + name, planner_python_file(name));
+  for (const char* name : {"trace_task.py", "kwiki_device.py", "kwiki_families.py"})
+    write_file_atomically(dir + "/" + name, planner_file(name));
   ProcessSpec spec;
-  spec.argv = {trace.python, dir + "/trace_task.py", task.path, dir};
+  spec.argv = {trace.python, dir + "/trace_task.py"};
+  if (!options.twin_library.empty()) spec.argv.insert(spec.argv.end(), {"--twin", options.twin_library, "--families", options.families});
+  spec.argv.insert(spec.argv.end(), {task.path, dir});
   for (const auto& s : task.shapes) spec.argv.push_back(s.id);
   spec.environment = scrubbed_environment();
   spec.set_env = {{"PYTHONDONTWRITEBYTECODE", "1"}};

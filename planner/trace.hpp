@@ -35,9 +35,11 @@ struct ShapeTrace {
   std::string form;      ///< tensor | tuple | dict: what forward returns
   std::vector<TracedTensor> inputs, params, outputs, updated;
   nlohmann::json graph;  ///< {"ops": [...], "truncated": bool}: the aten ops of the small run
+  nlohmann::json proof;  ///< each family's best binding and how its twin compared (kwiki_families.prove)
   bool real_ok = false;  ///< the given sizes' tensors are known
   std::string real_device, real_error;
   std::vector<TracedTensor> real_inputs, real_outputs;
+  double real_matrix_flops = 0, real_vector_flops = 0;  ///< counted op by op at the given sizes
 };
 
 /// The whole trace of a task.
@@ -62,11 +64,20 @@ struct Trace {
 /// `tried` lists each candidate and what it said.
 std::string find_python(std::vector<std::string>* tried = nullptr);
 
-/// Runs the reference of a benchmark task per shape (trace_task.py, embedded), writing data
-/// files into `dir` (a private folder the caller made), in its own process group with a
-/// scrubbed environment, killed at `timeout_seconds`. Fills each ShapeCase's inputs/outputs
-/// from the given sizes' run. Never throws for the task's behaviour: failures are in the Trace.
-Trace trace_task(Task& task, int timeout_seconds, const std::string& dir);
+/// What the trace also does: prove the families of kFamilies with the twin library at `twin_library`
+/// ("" = record only).
+struct TraceOptions {
+  int timeout_seconds = 300;
+  std::string dir;           ///< a private folder the caller made: data files and scripts go here
+  std::string twin_library;  ///< the CPU twins (twin_build.hpp), or "" to skip the proof
+  std::string families;      ///< comma-separated family names to try, in order
+};
+
+/// Runs the reference of a benchmark task per shape (trace_task.py, embedded), in its own
+/// process group with a scrubbed environment, killed at the deadline. Fills each ShapeCase's
+/// inputs/outputs from the given sizes' run. Never throws for the task's behaviour (failures
+/// are in the Trace); throws kwiki::Error kBadInput when the task's modules do not import.
+Trace trace_task(Task& task, const TraceOptions& options);
 
 /// A traced tensor's data as floats / integers (the file's values; empty when not saved).
 std::vector<float> load_floats(const Trace& trace, const TracedTensor& t);
@@ -76,7 +87,9 @@ std::vector<long long> load_integers(const Trace& trace, const TracedTensor& t);
 
 namespace kwiki::detail {
 
-/// The Python files the planner carries (trace_task.py, kwiki_device.py), by name; "" for others.
-std::string planner_python_file(const std::string& name);
+/// The files the planner carries, by name: the Python of the trace and the families
+/// (trace_task.py, kwiki_device.py, kwiki_families.py) and the twin sources (kwiki_twin.h,
+/// kwiki_twin.cpp, cpu_reference.hpp, cpu_reference.cpp); "" for others.
+std::string planner_file(const std::string& name);
 
 }  // namespace kwiki::detail

@@ -19,7 +19,7 @@ DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "
 MAX_OPS = 4000            # ops recorded per shape (a Python loop over sequences records many)
 MAX_SAVED = 4 << 20       # elements per saved tensor: beyond this the shape is not proven here
 SMALLEST = 64             # a shrunk size stays at least this
-REAL_CPU_SECONDS = 30     # the real-size CPU fallback gives up after this
+REAL_CPU_SECONDS = 10     # the real-size CPU fallback gives up after this (the meta run is the usual path)
 
 
 def dtype_name(dtype):
@@ -108,6 +108,80 @@ class Recorder:
         self.ops.append(entry)
 
 
+# Ops that move or view data without arithmetic (their FLOPs are 0).
+NO_FLOPS = {"view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "slice", "select", "unsqueeze", "squeeze",
+            "clone", "copy_", "_to_copy", "to", "detach", "alias", "lift_fresh", "contiguous", "cat", "stack", "split", "split_with_sizes",
+            "chunk", "narrow", "as_strided", "index", "index_select", "gather", "scatter", "empty", "empty_like", "empty_strided",
+            "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "fill", "fill_", "new_empty", "new_zeros", "arange",
+            "unbind", "flip", "roll", "repeat", "masked_fill", "_reshape_alias", "view_as", "resize_", "set_", "item", "_local_scalar_dense"}
+# Ops whose work scales with their input, not their output (FLOPs per input element).
+REDUCTIONS = {"sum": 1, "mean": 1, "amax": 1, "amin": 1, "max": 1, "min": 1, "var": 3, "std": 3, "var_mean": 3, "norm": 2, "argmax": 1,
+              "argmin": 1, "_softmax": 5, "_log_softmax": 5, "softmax": 5, "log_softmax": 5, "logsumexp": 4, "topk": 2, "sort": 2,
+              "cumsum": 1, "cumprod": 1, "prod": 1}
+
+
+class Counter:
+    """FLOPs of the ops a forward executes: matrix products 2*M*N*K, reductions per input element,
+    other arithmetic one per output element; data movement none."""
+
+    def __init__(self):
+        self.matrix, self.vector = 0.0, 0.0
+
+    def count(self, func, args, out):
+        import torch
+        name = str(func).split(".")[1] if str(func).count(".") >= 1 else str(func)
+        tensors = [a for a in args if torch.is_tensor(a)]
+        outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if torch.is_tensor(o)]
+        numel = lambda t: float(t.numel())
+        if name in ("mm", "bmm", "addmm", "baddbmm", "addbmm") and len(tensors) >= 2:
+            a = tensors[-2]
+            k = a.shape[-1]
+            self.matrix += 2.0 * numel(outs[0]) * k
+            if name.startswith("add"):
+                self.vector += numel(outs[0])
+        elif "scaled_dot_product" in name and len(tensors) >= 3:
+            q, k = tensors[0], tensors[1]
+            self.matrix += 4.0 * numel(q) * k.shape[-2]
+            self.vector += 5.0 * numel(q) / q.shape[-1] * k.shape[-2]
+        elif name in NO_FLOPS or not outs:
+            return
+        elif name in REDUCTIONS and tensors:
+            self.vector += REDUCTIONS[name] * numel(tensors[0])
+        elif outs[0].dtype.is_floating_point:
+            self.vector += numel(outs[0])
+
+
+def counting_mode(counter):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            counter.count(func, args, out)
+            return out
+
+    return Mode()
+
+
+def meta_mode(counter):
+    """Every tensor made while active is made on the meta device (shapes and dtypes, no data or
+    random numbers), and every op is counted: the given sizes cost nothing to run."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if "device" in kwargs:
+                kwargs["device"] = torch.device("meta")
+            kwargs.pop("generator", None)
+            out = func(*args, **kwargs)
+            counter.count(func, args, out)
+            return out
+
+    return Mode()
+
+
 def recording_mode(recorder):
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -142,15 +216,27 @@ def real_run(factory, reference, spec, small):
     run: its tensors; else a bounded CPU run)."""
     import torch
     init, kw = spec["init_kwargs"], spec["input_kwargs"]
-    if small is not None and small.get("factor") == 1:
-        return {"device": "cpu", "inputs": small["inputs"], "outputs": small["outputs"]}
+    counter = Counter()
+    try:
+        # First everything on the meta device: the factory, the model's parameters, the forward.
+        with meta_mode(counter):
+            inputs = make_inputs(factory, kw, "cpu")
+            model = reference.Model(**init)
+            with torch.no_grad():
+                form, outs = flatten_outputs(model(**inputs))
+        specs = [spec_of(k, v, "input") for k, v in inputs.items()] + [spec_of(n, p, "param") for n, p in model.named_parameters()]
+        return {"device": "meta", "inputs": specs, "outputs": [spec_of(n, v, "output") for n, v in outs], "form": form,
+                "flops": {"matrix": counter.matrix, "vector": counter.vector}}
+    except Exception:
+        counter = Counter()  # data-dependent code (an .item(), a loop over values): real inputs
     inputs = make_inputs(factory, kw, "cpu")
     model = reference.Model(**init)
     try:
         meta_inputs = {k: (v.to("meta") if torch.is_tensor(v) else v) for k, v in inputs.items()}
         meta_model = model.to("meta")
         with torch.no_grad():
-            form, outs = flatten_outputs(meta_model(**meta_inputs))
+            with counting_mode(counter):
+                form, outs = flatten_outputs(meta_model(**meta_inputs))
         device = "meta"
     except Exception:
         model = reference.Model(**init)
@@ -160,15 +246,18 @@ def real_run(factory, reference, spec, small):
 
         old = signal.signal(signal.SIGALRM, expired)
         signal.alarm(REAL_CPU_SECONDS)
+        counter = Counter()
         try:
             with torch.no_grad():
-                form, outs = flatten_outputs(model(**inputs))
+                with counting_mode(counter):
+                    form, outs = flatten_outputs(model(**inputs))
         finally:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old)
         device = "cpu"
     specs = [spec_of(k, v, "input") for k, v in inputs.items()] + [spec_of(n, p, "param") for n, p in model.named_parameters()]
-    return {"device": device, "inputs": specs, "outputs": [spec_of(n, v, "output") for n, v in outs], "form": form}
+    return {"device": device, "inputs": specs, "outputs": [spec_of(n, v, "output") for n, v in outs], "form": form,
+            "flops": {"matrix": counter.matrix, "vector": counter.vector}}
 
 
 def graph_scalars(ops):

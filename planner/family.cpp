@@ -1,0 +1,189 @@
+// The kernel families: one table of what kwiki can build a V0 for, and what each stage needs of it.
+#include "family.hpp"
+
+#include <cmath>
+#include <sstream>
+
+namespace kwiki::detail {
+
+std::optional<double> WorkInput::dim(const char* name) const {
+  const auto it = shape.dims.find(name);
+  if (it == shape.dims.end()) return std::nullopt;
+  return it->second;
+}
+
+namespace {
+
+std::optional<WorkCounts> rms_norm_work(const WorkInput& in) {
+  const auto t = in.dim("num_tokens"), h = in.dim("hidden_size");
+  if (!t || !h) return std::nullopt;
+  const double e = in.element_bytes;
+  WorkCounts w;
+  w.bytes_read = (*t * *h + *h) * e;  // x, weight
+  w.bytes_written = *t * *h * e;
+  w.vector_flops = 4 * *t * *h + *t;  // square, sum, scale, weight per element; rsqrt per row
+  w.basis = "x[T,H] and weight[H] read, out[T,H] written; 4 vector ops per element + 1 rsqrt per row";
+  return w;
+}
+
+std::optional<WorkCounts> fused_add_rms_norm_work(const WorkInput& in) {
+  const auto t = in.dim("num_tokens"), h = in.dim("hidden_size");
+  if (!t || !h) return std::nullopt;
+  const double e = in.element_bytes;
+  WorkCounts w;
+  w.bytes_read = (2 * *t * *h + *h) * e;  // x, residual, weight
+  w.bytes_written = 2 * *t * *h * e;      // out, residual (in place)
+  w.vector_flops = 5 * *t * *h + *t;
+  w.basis = "x, residual [T,H] and weight[H] read; out and residual [T,H] written; 5 vector ops per element + 1 rsqrt per row";
+  return w;
+}
+
+std::optional<WorkCounts> layer_norm_work(const WorkInput& in) {
+  const auto t = in.dim("num_tokens"), h = in.dim("hidden_size");
+  if (!t || !h) return std::nullopt;
+  const double e = in.element_bytes;
+  WorkCounts w;
+  w.bytes_read = (*t * *h + 2 * *h) * e;
+  w.bytes_written = *t * *h * e;
+  w.vector_flops = 7 * *t * *h + *t;
+  w.basis = "x[T,H], weight and bias [H] read, out written; 7 vector ops per element (2 sums, centre, square, scale, weight, bias) + 1 rsqrt per row";
+  return w;
+}
+
+std::optional<WorkCounts> softmax_work(const WorkInput& in) {
+  const auto t = in.dim("num_tokens"), h = in.dim("hidden_size");
+  if (!t || !h) return std::nullopt;
+  const double e = in.element_bytes;
+  WorkCounts w;
+  w.bytes_read = *t * *h * e;
+  w.bytes_written = *t * *h * e;
+  w.vector_flops = 5 * *t * *h;
+  w.basis = "x[T,N] read, y[T,N] written; max, subtract, exp, sum, divide per element";
+  return w;
+}
+
+std::optional<WorkCounts> row_reduce_work(const WorkInput& in) {
+  const auto t = in.dim("num_tokens"), h = in.dim("hidden_size");
+  if (!t || !h) return std::nullopt;
+  const double e = in.element_bytes;
+  WorkCounts w;
+  w.bytes_read = *t * *h * e;
+  w.bytes_written = *t * e;
+  w.vector_flops = *t * *h;
+  w.basis = "x[T,H] read, out[T] written (one element per row); one add or max per element";
+  return w;
+}
+
+std::optional<WorkCounts> gated_work(const WorkInput& in, double flops_per_output, const char* basis) {
+  const auto t = in.dim("num_tokens");
+  const auto i = in.dim("intermediate_size") ? in.dim("intermediate_size") : in.dim("hidden_size");
+  if (!t || !i) return std::nullopt;
+  const double e = in.element_bytes;
+  WorkCounts w;
+  w.bytes_read = 2 * *t * *i * e;
+  w.bytes_written = *t * *i * e;
+  w.vector_flops = flops_per_output * *t * *i;
+  w.basis = basis;
+  return w;
+}
+
+std::optional<WorkCounts> silu_and_mul_work(const WorkInput& in) {
+  return gated_work(in, 6, "x[T,2I] read, y[T,I] written; sigmoid (4 ops) + 2 products per output");
+}
+
+std::optional<WorkCounts> gelu_and_mul_work(const WorkInput& in) {
+  return gated_work(in, 10, "x[T,2I] read, y[T,I] written; tanh-form gelu (8 ops) + 2 products per output");
+}
+
+std::optional<WorkCounts> gemm_work(const WorkInput& in) {
+  const auto t = in.dim("num_tokens"), k = in.dim("in_features"), n = in.dim("out_features");
+  if (!t || !k || !n) return std::nullopt;
+  const double e = in.element_bytes, m = *t;
+  const bool bias = in.shape.init_kwargs.is_object() && in.shape.init_kwargs.value("bias", false) == true;
+  WorkCounts w;
+  w.matrix_flops = 2 * m * *n * *k;
+  w.vector_flops = bias ? m * *n : 0;
+  w.bytes_read = (m * *k + *n * *k + (bias ? *n : 0)) * e;
+  w.bytes_written = m * *n * e;
+  w.basis = "A[M,K] and W[N,K] (+bias[N]) read once, C[M,N] written once; 2MNK matrix FLOPs";
+  return w;
+}
+
+std::optional<WorkCounts> paged_decode_attention_work(const WorkInput& in) {
+  const auto b = in.dim("num_seqs"), hq = in.dim("num_q_heads"), hkv = in.dim("num_kv_heads"), d = in.dim("head_size"), l = in.dim("context_len");
+  if (!b || !hq || !hkv || !d || !l) return std::nullopt;
+  const double e = in.element_bytes;
+  const double page = in.dim("block_size") ? *in.dim("block_size") : 16;
+  WorkCounts w;
+  w.bytes_read = *b * *hq * *d * e + 2 * *b * *hkv * *l * *d * e + *b * std::ceil(*l / page) * 4 + *b * 4;
+  w.bytes_written = *b * *hq * *d * e;
+  w.matrix_flops = 4 * *b * *hq * *l * *d;  // QK^T and PV
+  w.vector_flops = 5 * *b * *hq * *l;      // scale, max, subtract, exp, sum
+  w.basis = "q, K and V pages (each KV head once per sequence: GQA), block table and lengths read; out written; QK^T + PV = 4*B*Hq*L*D";
+  return w;
+}
+
+std::optional<WorkCounts> fp8_quant_work(const WorkInput& in) {
+  const auto t = in.dim("num_tokens"), h = in.dim("hidden_size");
+  if (!t || !h) return std::nullopt;
+  WorkCounts w;
+  w.bytes_read = *t * *h * in.element_bytes;
+  w.bytes_written = *t * *h * 1 + *t * 4;
+  w.vector_flops = 5 * *t * *h + *t;
+  w.basis = "x[T,H] read; fp8 q[T,H] and fp32 scale[T] written; abs, max, scale, 2-sided clamp per element";
+  return w;
+}
+
+std::optional<WorkCounts> moe_gating_work(const WorkInput& in) {
+  const auto t = in.dim("num_tokens"), ex = in.dim("num_experts"), k = in.dim("topk");
+  if (!t || !ex || !k) return std::nullopt;
+  WorkCounts w;
+  w.bytes_read = *t * *ex * 4;
+  w.bytes_written = *t * *k * (4 + 4);
+  w.vector_flops = 5 * *t * *ex + *t * *ex * *k;
+  w.basis = "fp32 logits[T,E] read; fp32 weights and int32 ids [T,k] written; softmax (5 ops) + k selection passes per expert";
+  return w;
+}
+
+}  // namespace
+
+const FamilyRow kFamilies[] = {
+    {"fused_add_rms_norm", "fused_add_rmsnorm add_rms_norm", "fused_add_rms_norm",
+     "x[T,H], residual[T,H] (read, then overwritten with x+residual), weight[H], out[T,H]; T, H; eps", "", fused_add_rms_norm_work},
+    {"rms_norm", "rmsnorm", "rms_norm", "x[T,H], weight[H], out[T,H]; T, H; eps", "", rms_norm_work},
+    {"layer_norm", "layernorm", "layer_norm", "x[T,H], weight[H], bias[H], out[T,H]; T, H; eps", "", layer_norm_work},
+    {"softmax", "", "softmax", "x[T,N], out[T,N]; T, N", "", softmax_work},
+    {"row_reduce", "reduction", "reduction", "x[T,H], out[T]; T, H; op (0 sum, 1 mean, 2 max)", "", row_reduce_work},
+    {"silu_and_mul", "swiglu silu_mul", "silu_and_mul", "x[T,2I], out[T,I]; T, I", "", silu_and_mul_work},
+    {"gelu_and_mul", "geglu gelu_mul", "gelu_and_mul", "x[T,2I], out[T,I] (tanh form); T, I", "", gelu_and_mul_work},
+    {"fp8_quant", "fp8_per_token_quant per_token_quant", "fp8_quant", "x[T,H], q[T,H] (fp8 bytes), scale[T] (fp32); T, H; fp8_max",
+     "", fp8_quant_work},
+    {"moe_gating", "moe_topk_gating topk_softmax", "moe_gating", "gating[T,E] (fp32), topk_weights[T,k] (fp32), topk_ids[T,k] (int32); T, E, k; renormalize",
+     "", moe_gating_work},
+    {"gemm", "linear matmul", "gemm", "x[M,K], w[N,K], bias[N] or null, out[M,N]; M, N, K", "bias", gemm_work},
+    {"paged_decode_attention", "paged_attention decode_attention", "decode_attention",
+     "query[B,Hq,D], key_cache[NB,P,Hkv,D], value_cache[NB,P,Hkv,D], block_tables[B,MB], seq_lens[B], out[B,Hq,D], partial_out, partial_lse; "
+     "B, Hq, Hkv, D, P, MB, S; scale",
+     "", paged_decode_attention_work},
+};
+const std::size_t kFamilyCount = sizeof(kFamilies) / sizeof(kFamilies[0]);
+static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == 11, "a new family is a row here and its files (family.hpp says which)");
+
+const FamilyRow* find_family(std::string_view name) {
+  for (std::size_t i = 0; i < kFamilyCount; ++i) {
+    const FamilyRow& row = kFamilies[i];
+    if (name == row.name) return &row;
+    std::istringstream aliases(row.aliases);
+    for (std::string a; aliases >> a;)
+      if (name == a) return &row;
+  }
+  return nullptr;
+}
+
+std::string family_names() {
+  std::string out;
+  for (std::size_t i = 0; i < kFamilyCount; ++i) out += std::string(out.empty() ? "" : ",") + kFamilies[i].name;
+  return out;
+}
+
+}  // namespace kwiki::detail

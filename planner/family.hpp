@@ -1,0 +1,42 @@
+// The kernel families: one table of what kwiki can build a V0 for, and what each stage needs of it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "kwiki/planner.hpp"
+
+namespace kwiki::detail {
+
+/// The sizes a work counter reads (canonical names of ShapeCase::dims), and the element size.
+struct WorkInput {
+  const ShapeCase& shape;
+  double element_bytes;
+  std::optional<double> dim(const char* name) const;
+};
+
+/// One family. Adding one is a row here, its counter, its twin (planner/twin/kwiki_twin.cpp), its
+/// Python adapter (planner/python/kwiki_families.py, same name) and its kernel template
+/// (baseline/kernels/<name>.cuh); the rest of kwiki reads the row.
+struct FamilyRow {
+  const char* name;
+  const char* aliases;          ///< space-separated other names (--pattern, task hints)
+  const char* lexicon_operator; ///< the operator word of its knowledge queries
+  const char* abi;              ///< its launcher's tensors, dims and params (baseline/kernels/ABI.md)
+  const char* optional_roles;   ///< space-separated roles a shape may lack (a gemm without bias)
+  std::optional<WorkCounts> (*work)(const WorkInput&);  ///< FLOPs and bytes from the shape's sizes
+};
+
+/// Every family, in the order the proof tries them (a more specific one before the one it contains).
+extern const FamilyRow kFamilies[];
+/// How many rows kFamilies has.
+extern const std::size_t kFamilyCount;
+
+/// The row named (or aliased) `name`, or nullptr.
+const FamilyRow* find_family(std::string_view name);
+
+/// Every family name, comma-separated in table order (the proof's --families argument).
+std::string family_names();
+
+}  // namespace kwiki::detail
