@@ -1,26 +1,21 @@
-// kwiki baseline: generate the V0 kernel, build it (cached), run the harness, report, commit.
+// kwiki baseline: read the workspace, generate the candidate and its harness, build, run, report, commit.
 #include "kwiki/baseline.hpp"
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <regex>
 #include <sstream>
 
-#include "trace.hpp"
 #include "embedded_files.hpp"
+#include "family.hpp"
 #include "file_util.hpp"
 #include "kwiki/error.hpp"
 #include "kwiki/memory.hpp"
-#include "subprocess.hpp"
+#include "stages.hpp"
 #include "target.hpp"
+#include "trace.hpp"
 
 namespace kwiki {
 namespace detail {
@@ -31,21 +26,12 @@ std::string embedded_file(const std::string& name) {
   return {};
 }
 
-}  // namespace detail
-namespace {
-
-namespace fs = std::filesystem;
-using ordered_json = nlohmann::ordered_json;
-
-using Args = std::vector<std::string>;
-
-// A compiler or tool: argument vector, stdout and stderr together, killed at the deadline.
-detail::ProcessResult run_tool(const Args& argv, double timeout_seconds = 600, const std::string& stdin_text = {}) {
-  detail::ProcessSpec spec;
+ProcessResult run_tool(const Args& argv, double timeout_seconds, const std::string& stdin_text) {
+  ProcessSpec spec;
   spec.argv = argv;
   spec.timeout_seconds = timeout_seconds;
   spec.stdin_text = stdin_text;
-  return detail::run_process(spec);
+  return run_process(spec);
 }
 
 Args concat(Args a, const Args& b) {
@@ -62,71 +48,24 @@ std::string read_text(const fs::path& p) {
 
 void write_text(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw Error(ErrorCode::kIo, "cannot write", p.string());
+  write_file_atomically(p.string(), text);
 }
+
+fs::path cache_folder() {
+  if (const char* c = std::getenv("XDG_CACHE_HOME"); c && *c) return fs::path(c) / "kwiki";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "kwiki";
+  return fs::temp_directory_path() / "kwiki-cache";
+}
+
+}  // namespace detail
+namespace {
+
+using namespace detail;
 
 std::string element_type(const std::string& dtype, const std::string& vendor) {
   if (dtype == "fp32") return "float";
   if (dtype == "fp16") return vendor == "amd" ? "__half" : "half";
   return vendor == "amd" ? "kwiki_bf16" : "__nv_bfloat16";  // kwiki_bf16: HIP's bf16, or its bits before ROCm 5.7
-}
-
-std::string now_iso8601() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
-std::string cuda_compiler() {
-  for (std::string candidate : {std::string(std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "") + "/bin/nvcc",
-                                std::string("/usr/local/cuda/bin/nvcc")})
-    if (candidate.size() > 9 && fs::exists(candidate)) return candidate;
-  return detail::find_program("nvcc");
-}
-
-int count_matches(const std::string& text, const std::string& pattern) {
-  const std::regex re(pattern);
-  return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
-}
-
-// How often each instruction pattern occurs in a listing, as {name: count} in the given order.
-ordered_json instruction_counts(const std::string& listing, std::initializer_list<std::pair<const char*, const char*>> patterns) {
-  ordered_json counts = ordered_json::object();
-  for (const auto& [name, pattern] : patterns) counts[name] = count_matches(listing, pattern);
-  return counts;
-}
-
-// Debian ships the ROCm device libraries (rocm-device-libs 5.2) without the per-target ISA
-// constant of gfx942/gfx950. kwiki builds a ROCm root for clang in its cache: links to Debian's
-// bitcode and headers, plus the missing oclc_isa_version_<gfx>.bc assembled from LLVM IR.
-std::string prepare_rocm_root(const std::string& clang) {
-  const fs::path system_bitcode = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
-  if (!fs::exists(system_bitcode / "ockl.bc")) return {};
-  const char* cache_env = std::getenv("XDG_CACHE_HOME");
-  const fs::path root = fs::path(cache_env && *cache_env ? cache_env : std::string(std::getenv("HOME") ? std::getenv("HOME") : "/tmp") + "/.cache") /
-                        "kwiki" / "rocm-root";
-  std::error_code ec;
-  fs::create_directories(root / "amdgcn" / "bitcode", ec);
-  for (const auto& e : fs::directory_iterator(system_bitcode, ec)) {
-    const fs::path link = root / "amdgcn" / "bitcode" / e.path().filename();
-    if (!fs::exists(link)) fs::create_symlink(e.path(), link, ec);
-  }
-  if (!fs::exists(root / "include")) fs::create_directory_symlink("/usr/include", root / "include", ec);
-  const std::string llvm_as = fs::path(clang).parent_path() / ("llvm-as" + std::string(clang.ends_with("-19") ? "-19" : ""));
-  for (const auto& [gfx, version] : std::vector<std::pair<std::string, int>>{{"942", 9402}, {"950", 9500}}) {
-    const fs::path bc = root / "amdgcn" / "bitcode" / ("oclc_isa_version_" + gfx + ".bc");
-    if (fs::exists(bc)) continue;
-    const fs::path ll = root / ("oclc_isa_version_" + gfx + ".ll");
-    write_text(ll, "; The ISA-version constant the ROCm device libraries read (" + std::to_string(version) + " = gfx" + gfx + ").\n"
-                   "target triple = \"amdgcn-amd-amdhsa\"\n"
-                   "@__oclc_ISA_version = linkonce_odr protected local_unnamed_addr addrspace(4) constant i32 " + std::to_string(version) +
-                   ", align 4\n");
-    run_tool({fs::exists(llvm_as) ? llvm_as : std::string("llvm-as-19"), ll.string(), "-o", bc.string()}, 120);
-  }
-  return root.string();
 }
 
 struct Device {
@@ -136,7 +75,7 @@ struct Device {
 
 Device detect_nvidia_device() {
   Device d;
-  const detail::ProcessResult r = run_tool({"nvidia-smi", "--query-gpu=name,uuid,driver_version", "--format=csv,noheader"}, 60);
+  const ProcessResult r = run_tool({"nvidia-smi", "--query-gpu=name,uuid,driver_version", "--format=csv,noheader"}, 60);
   if (!r.ok() || r.out.empty()) return d;
   std::stringstream ss(r.out.substr(0, r.out.find('\n')));
   std::getline(ss, d.name, ',');
@@ -165,10 +104,353 @@ bool device_matches(const std::string& device_name, const std::string& product) 
   return end == name.size() || !std::isalnum(static_cast<unsigned char>(name[end]));  // H20 is not H200
 }
 
-std::string fmt(double v, int digits = 4) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-  return buf;
+// A plan is read back from a folder anyone may have written: every field kwiki puts into a
+// file name, a generated source or a compiler's arguments is checked against what kwiki writes.
+std::string plan_field(const ordered_json& plan, const char* pointer, const fs::path& plan_path) {
+  const ordered_json::json_pointer at(pointer);
+  if (!plan.contains(at) || !plan[at].is_string())
+    throw Error(ErrorCode::kBadInput, std::string("the plan has no string at ") + pointer + "; run `kwiki plan` again", plan_path.string(), pointer);
+  return plan[at].get<std::string>();
+}
+
+bool only_chars(const std::string& s, const char* extra) {
+  return !s.empty() && s.size() <= 64 &&
+         std::all_of(s.begin(), s.end(), [&](char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::strchr(extra, c); });
+}
+
+PlanHeader read_plan_header(const ordered_json& plan, const fs::path& plan_path) {
+  PlanHeader h{plan_field(plan, "/pattern/name", plan_path), plan_field(plan, "/target/vendor", plan_path),
+               plan_field(plan, "/target/product", plan_path), plan_field(plan, "/target/compile_target", plan_path),
+               plan_field(plan, "/task/dtype", plan_path)};
+  const auto refuse = [&](const char* pointer, const std::string& why) { throw Error(ErrorCode::kBadInput, why, plan_path.string(), pointer); };
+  if (!only_chars(h.pattern, "_")) refuse("/pattern/name", "the plan's pattern \"" + h.pattern + "\" is not a pattern name");
+  if (h.vendor != "nvidia" && h.vendor != "amd") refuse("/target/vendor", "the plan's vendor must be nvidia or amd");
+  if (!only_chars(h.product, "-_. ")) refuse("/target/product", "the plan's product \"" + h.product + "\" is not a product name");
+  const detail::ArchTarget* arch = detail::find_compile_target(h.target);
+  if (!arch || h.vendor != arch->vendor) {
+    std::string known;
+    for (const auto& row : detail::kArchTargets) known += std::string(known.empty() ? "" : ", ") + row.compile_target;
+    refuse("/target/compile_target", "the plan's compile_target \"" + h.target + "\" is not one kwiki compiles for " + h.vendor + " (" + known + ")");
+  }
+  if (!only_chars(h.dtype, "_")) refuse("/task/dtype", "the plan's dtype \"" + h.dtype + "\" is not a dtype name");
+  return h;
+}
+
+// ---- generate: the candidate, kernel.py, the harness, kernel_abi.h; never over a file the user changed ----
+
+constexpr const char* kManifest = ".kwiki-generated.json";
+
+// Writes a file kwiki generates, unless the user changed the version kwiki wrote last: then the
+// user's stays and kwiki's goes beside it as NAME.kwiki-new (with a note).
+void write_generated(Context& c, const std::string& name, const std::string& text) {
+  const fs::path path = c.ws / name, manifest_path = c.ws / kManifest;
+  ordered_json manifest = ordered_json::parse(read_text(manifest_path), nullptr, false);
+  if (!manifest.is_object()) manifest = ordered_json::object();
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    const std::string now = read_text(path);
+    const bool ours = manifest.contains(name) && manifest[name] == hash64_hex(now);
+    if (now != text && !ours) {
+      write_text(c.ws / (name + ".kwiki-new"), text);
+      c.result.notes.push_back(name + " differs from what kwiki wrote (you changed it): kept; kwiki's version is " + name + ".kwiki-new");
+      return;
+    }
+  }
+  write_text(path, text);
+  manifest[name] = hash64_hex(text);
+  write_text(manifest_path, manifest.dump(2) + "\n");
+}
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size()) text.replace(at, from.size(), to);
+  return text;
+}
+
+// The first shape of plans/graph.json that ran: the reference's tensors by name and kind.
+const ordered_json* first_traced_shape(const Context& c) {
+  if (!c.graph.is_object() || !c.graph.contains("shapes") || !c.graph["shapes"].is_object()) return nullptr;
+  for (const auto& [id, s] : c.graph["shapes"].items())
+    if (s.is_object() && s.contains("inputs")) return &s;
+  return nullptr;
+}
+
+// kwiki's generic ABI for a kernel of the user's with no family: tensor inputs, parameters and
+// outputs in order; every tensor's sizes as dims; the scalar inputs as params.
+ordered_json generic_binding(const Context& c) {
+  const ordered_json* s = first_traced_shape(c);
+  if (!s) throw Error(ErrorCode::kBadInput, "the plan has no trace of the reference (plans/graph.json), so kwiki cannot derive a launcher signature; "
+                                            "run kwiki plan where torch is importable", c.plan_path.string());
+  ordered_json b = {{"family", "generic"}, {"inputs", ordered_json::array()}, {"params", ordered_json::array()},
+                    {"scalars", ordered_json::array()}, {"outputs", ordered_json::array()}};
+  for (const auto& t : (*s)["inputs"]) {
+    if (t.contains("shape")) b["inputs"].push_back(t["name"]);
+    else if (t.value("value", ordered_json()).is_number()) b["scalars"].push_back(t["name"]);
+  }
+  for (const auto& t : (*s)["params"]) b["params"].push_back(t["name"]);
+  for (const auto& t : (*s)["outputs"]) b["outputs"].push_back(t["name"]);
+  return b;
+}
+
+// kernel_abi.h: the launcher a kernel for this workspace implements, tensor by tensor.
+std::string abi_header(const Context& c) {
+  std::string h = "// kernel_abi.h: the launcher your kernel implements for this workspace (written by kwiki baseline).\n"
+                  "// Export both from your .cu / .hip file; kernel.py loads them with ctypes (launcher ABI v1).\n"
+                  "#pragma once\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
+                  "int kwiki_abi_version(void); /* return 1 */\n"
+                  "int kwiki_launch(void* const* tensors, int num_tensors, const long long* dims, int num_dims,\n"
+                  "                 const double* params, int num_params, void* stream); /* enqueue on stream, return 0 */\n"
+                  "#ifdef __cplusplus\n}\n#endif\n\n";
+  const ordered_json* s = first_traced_shape(c);
+  if (c.binding.value("family", "") != "generic") {
+    const FamilyRow* row = find_family(c.binding.value("family", ""));
+    h += "// Family " + c.binding.value("family", std::string("?")) + ": " + (row ? row->abi : "") + "\n// Roles -> the reference's tensors:\n";
+    const ordered_json roles = c.binding.value("roles", ordered_json::object()), params = c.binding.value("params", ordered_json::object());
+    for (const auto& [role, src] : roles.items())
+      h += "//   " + role + " = " + src[0].get<std::string>() + " " + src[1].get<std::string>() + "\n";
+    for (const auto& [name, value] : params.items()) h += "//   param " + name + " = " + value.dump() + "\n";
+    return h;
+  }
+  std::size_t index = 0, dim = 0;
+  h += "// No kwiki family computes this task: kwiki's generic order. Element types are the reference's.\n";
+  auto list = [&](const char* kind, const ordered_json& tensors, bool tensors_only) {
+    for (const auto& t : tensors) {
+      if (tensors_only && !t.contains("shape")) continue;
+      std::string dims;
+      for (std::size_t i = 0; i < t["shape"].size(); ++i) dims += (i ? ", " : "") + std::string("dims[") + std::to_string(dim++) + "]";
+      h += "//   tensors[" + std::to_string(index++) + "] = " + t.value("name", std::string("?")) + " (" + kind + ", " + t.value("dtype", std::string("?")) +
+           ") [" + dims + "]\n";
+    }
+  };
+  if (s) {
+    list("input", (*s)["inputs"], true);
+    list("parameter", (*s)["params"], true);
+    list("output: write it", (*s)["outputs"], true);
+    std::size_t p = 0;
+    for (const auto& t : (*s)["inputs"])
+      if (!t.contains("shape") && t.value("value", ordered_json()).is_number()) h += "//   params[" + std::to_string(p++) + "] = " + t["name"].get<std::string>() + "\n";
+  }
+  return h;
+}
+
+// Which candidate, its source, and the harness files.
+void generate(Context& c) {
+  const std::string& kernel = c.request.kernel_file;
+  const std::string ext = fs::path(kernel).extension().string();
+  if (!kernel.empty()) {
+    if (!fs::is_regular_file(kernel)) throw Error(ErrorCode::kBadInput, "--kernel file not found", kernel);
+    if (ext == ".py") {
+      c.candidate = Candidate::kUserPython;
+    } else if (ext == ".cu" || ext == ".hip" || ext == ".cuh" || ext == ".cpp") {
+      c.candidate = Candidate::kUserGpu;
+      if (c.cpu) throw Error(ErrorCode::kUsage, "--device cpu runs a family's CPU twin or a Python Model; a CUDA/HIP kernel needs a GPU", kernel);
+    } else {
+      throw Error(ErrorCode::kUsage, "--kernel takes a CUDA/HIP source (.cu, .hip) or a Python Model (.py)", kernel);
+    }
+  } else if (c.family.empty()) {
+    c.binding = generic_binding(c);
+    write_generated(c, "kernel_abi.h", abi_header(c));
+    write_generated(c, "test_kernel.py", embedded_file("test_kernel.py"));
+    write_generated(c, "kwiki_device.py", planner_file("kwiki_device.py"));
+    write_generated(c, "kwiki_families.py", planner_file("kwiki_families.py"));
+    std::string why = "no family was proven";
+    if (c.plan.contains("proof") && c.plan["proof"].is_object()) {
+      const auto& p = c.plan["proof"];
+      if (p.contains("near_miss") && p["near_miss"].is_string()) why = "the nearest, " + p["near_miss"].get<std::string>();
+      else if (p.contains("not_run_because") && p["not_run_because"].is_string()) why = "semantics unproven: " + p["not_run_because"].get<std::string>();
+    }
+    throw Error(ErrorCode::kBadInput, "kwiki has no V0 for this task (" + why + "). kernel_abi.h in the workspace is the launcher a kernel "
+                                      "of yours implements: pass it with --kernel FILE.cu, or a Python Model with --kernel FILE.py",
+                c.plan_path.string());
+  }
+  if (c.binding.is_null()) c.binding = c.family.empty() ? generic_binding(c) : c.plan["family"]["binding"];
+  c.binding["family"] = c.family.empty() ? std::string("generic") : c.family;
+
+  // The GPU source: the family's template, or the user's file (copied in, never over kernel.cu).
+  c.kernel_path = c.ws / (c.amd ? "kernel.hip" : "kernel.cu");
+  if (c.candidate == Candidate::kTemplate && !c.cpu) {
+    c.source = template_source(c.family, c.header.dtype, c.header.vendor);
+    if (c.source.empty()) throw Error(ErrorCode::kBadInput, "kwiki has no kernel template for family " + c.family, c.plan_path.string());
+    write_generated(c, c.kernel_path.filename().string(), c.source);
+    c.source = read_text(c.kernel_path);  // the user's edit, when there is one, is what gets built
+  } else if (c.candidate == Candidate::kUserGpu) {
+    c.source = read_text(kernel);
+    if (c.source.find("kwiki_launch") == std::string::npos)
+      throw Error(ErrorCode::kBadInput, "the kernel defines no kwiki_launch (the launcher of kernel_abi.h)", kernel);
+    const fs::path inside = c.ws / ("user_kernel" + std::string(c.amd ? ".hip" : ".cu"));
+    if (fs::absolute(kernel) != fs::absolute(c.kernel_path)) {
+      if (fs::absolute(kernel) != fs::absolute(inside)) write_text(inside, c.source);
+      c.kernel_path = inside;
+    }
+  }
+  c.result.kernel_path = c.kernel_path.string();
+
+  // kernel.py and the harness.
+  const ordered_json* traced = first_traced_shape(c);
+  ordered_json names = ordered_json::array();
+  if (traced)
+    for (const auto& t : (*traced)["outputs"]) names.push_back(t["name"]);
+  std::string model = embedded_file("kernel_model.py");
+  model = replace_all(model, "@BINDING@", c.binding.dump());
+  model = replace_all(model, "@FORM@", traced ? traced->value("returns", std::string("tensor")) : "tensor");
+  model = replace_all(model, "@OUTPUT_NAMES@", names.dump());
+  write_generated(c, "kernel.py", model);
+  write_generated(c, "test_kernel.py", embedded_file("test_kernel.py"));
+  write_generated(c, "kwiki_device.py", planner_file("kwiki_device.py"));
+  write_generated(c, "kwiki_families.py", planner_file("kwiki_families.py"));
+  write_generated(c, "kernel_abi.h", abi_header(c));
+  if (!fs::exists(c.ws / "reference.py") && fs::exists(c.ws / "task" / "reference.py")) fs::copy_file(c.ws / "task" / "reference.py", c.ws / "reference.py");
+  c.python_model = c.ws / "kernel.py";
+  if (c.candidate == Candidate::kUserPython) {
+    const fs::path inside = c.ws / "user_model.py";
+    if (fs::absolute(kernel) != fs::absolute(inside)) write_text(inside, read_text(kernel));
+    c.python_model = inside;
+    c.result.kernel_path = inside.string();
+  }
+}
+
+// ---- run: the harness where the candidate can run ----
+
+// Twice the largest cache the plan cites (L2, or AMD's Infinity Cache), in bytes.
+long long flush_bytes(const ordered_json& plan) {
+  double mb = 0;
+  for (const auto& f : plan.value("hardware_facts", ordered_json::array()))
+    if (f.is_object() && f.value("value", ordered_json()).is_number()) {
+      const std::string metric = f.value("metric", "");
+      if (metric == "L2" || metric.rfind("last-level cache", 0) == 0) mb = std::max(mb, f["value"].get<double>());
+    }
+  return static_cast<long long>(2 * mb * 1024 * 1024);
+}
+
+void run(Context& c) {
+  BaselineResult& r = c.result;
+  if (!r.compiled) return;
+  const std::string python = find_python();
+  if (c.cpu) {
+    c.device_label = "CPU: the family's twin through the harness (correctness only; no GPU figures)";
+  } else {
+    const Device device = c.amd ? Device{} : detect_nvidia_device();
+    if (!device.present) {
+      r.not_measured_because = c.amd ? "no AMD GPU" : "no NVIDIA GPU on this machine";
+      return;
+    }
+    if (!device_matches(device.name, c.header.product) && !c.request.allow_other_device) {
+      r.not_measured_because = "the GPU here is " + device.name + ", not the plan's " + c.header.product + " (pass --allow-other-device to run anyway)";
+      return;
+    }
+    c.device_label = device.name + " (" + device.uuid + ")" + (device_matches(device.name, c.header.product) ? "" : " [not the plan's product]");
+  }
+  if (!run_tool({python, "-c", "import torch"}, 120).ok()) {
+    r.not_measured_because = "torch is not importable by " + python + " here, so the reference cannot run (set KWIKI_PYTHON)";
+    c.device_label.clear();
+    return;
+  }
+  std::string shapes;
+  for (const auto& s : c.request.shape_ids) shapes += (shapes.empty() ? "" : ",") + s;
+  ProcessSpec harness;
+  harness.argv = {python, "test_kernel.py", "--version", "v0", "--device", c.cpu ? "cpu" : "cuda"};
+  if (!shapes.empty()) harness.argv.insert(harness.argv.end(), {"--shapes", shapes});
+  harness.cwd = c.ws.string();
+  harness.set_env = {{"KWIKI_KERNEL_SO", (c.ws / "build" / "kernel.so").string()},
+                     {"KWIKI_TWIN_SO", (c.ws / "build" / "kernel_cpu.so").string()},
+                     {"KWIKI_KERNEL_PY", c.python_model.string()},
+                     {"KWIKI_FLUSH_BYTES", std::to_string(flush_bytes(c.plan))},
+                     {"TEST_TIMEOUT_SEC", std::to_string(c.request.timeout_sec)}};
+  // The harness bounds each case itself; this bounds the whole run (a hung import, a wedged device).
+  const std::size_t cases = std::max<std::size_t>(1, c.request.shape_ids.empty() ? c.plan["shapes"].size() : c.request.shape_ids.size());
+  harness.timeout_seconds = 120.0 + 4.0 * c.request.timeout_sec * static_cast<double>(cases);
+  const ProcessResult run_result = run_process(harness);
+  const std::string log =
+      run_result.started ? run_result.out + (run_result.timed_out ? "\nkwiki: the harness was stopped at its deadline\n" : "") : run_result.error;
+  write_text(c.profiles / "test_kernel.log", log);
+  const auto pos = log.rfind("[test_kernel] RESULT_JSON=");
+  if (pos != std::string::npos) {
+    std::string line = log.substr(pos + 26);
+    line = line.substr(0, line.find('\n'));
+    r.result_json = ordered_json::parse(line, nullptr, false);  // no exceptions: a bad line is a RUNTIME_FAIL
+  }
+  const bool well_formed = !r.result_json.is_discarded() && r.result_json.is_object() && r.result_json.contains("all_pass") &&
+                           r.result_json["all_pass"].is_boolean();
+  if (pos == std::string::npos || !well_formed) {
+    r.result_json = ordered_json();
+    r.status = "RUNTIME_FAIL";
+    r.exit_code = 4;
+    r.notes.push_back(pos == std::string::npos ? "the harness printed no RESULT_JSON: see profiles/v0/test_kernel.log"
+                                               : "the harness's RESULT_JSON line is not a valid result: see profiles/v0/test_kernel.log");
+    return;
+  }
+  r.measured = !c.cpu && !r.result_json["latency_us_by_shape"].empty();
+  r.status = r.result_json["all_pass"].get<bool>() ? "PASS" : "MISMATCH";
+  for (const auto& f : r.result_json["failures"])
+    if (f["status"] != "MISMATCH") r.status = f["status"];
+  r.exit_code = r.status == "PASS" ? 0 : 1;
+  if (c.cpu) {
+    r.not_measured_because = "--device cpu: the CPU twin was checked for correctness; nothing was timed";
+    r.notes.push_back("CPU twin through the harness: " + r.status + " (correctness only)");
+  }
+}
+
+// ---- commit ----
+
+void commit(Context& c) {
+  if (!c.request.commit || !fs::exists(c.ws / ".git")) return;
+  MemoryStore memory(c.ws.string());
+  const auto commit = [&](const char* message) {
+    // Temporaries and the lock stay out even in a workspace whose .gitignore predates them.
+    return run_git(c.ws.string(), {"add", "-A", "--", ".", ":(exclude)*.kwiki-tmp-*", ":(exclude)*.kwiki-lock"}).ok() &&
+           run_git(c.ws.string(), {"commit", "-qm", message}).ok();
+  };
+  if (commit(c.cpu ? "V0: CPU twin checked" : "V0: baseline kernel")) {
+    const std::string hash = run_git(c.ws.string(), {"rev-parse", "HEAD"}).out.substr(0, 40);
+    memory.update("v0", {{"git_commit_hash", hash}});
+    commit("V0: memory/v0.json");
+  } else {
+    c.result.notes.push_back("git commit failed in the workspace");
+  }
+}
+
+// ---- read the workspace ----
+
+void read_workspace(Context& c) {
+  c.ws = fs::absolute(c.request.workspace);
+  c.plan_path = c.ws / "plans" / "v0_plan.json";
+  c.profiles = c.ws / "profiles" / "v0";
+  if (!fs::exists(c.plan_path)) throw Error(ErrorCode::kBadInput, "no plans/v0_plan.json here: run `kwiki plan` first", c.ws.string());
+  try {
+    c.plan = ordered_json::parse(read_text(c.plan_path));
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kInvalidJson, std::string("the plan is not valid JSON: ") + e.what(), c.plan_path.string());
+  }
+  c.header = read_plan_header(c.plan, c.plan_path);
+  c.amd = c.header.vendor == "amd";
+  c.cpu = c.request.device == "cpu";
+  if (c.request.device != "gpu" && c.request.device != "cpu") throw Error(ErrorCode::kUsage, "--device is gpu or cpu");
+  c.graph = ordered_json::parse(read_text(c.ws / "plans" / "graph.json"), nullptr, false);
+  if (c.plan.contains("family") && c.plan["family"].is_object()) {
+    const std::string name = c.plan["family"].value("name", "");
+    const FamilyRow* row = find_family(name);
+    if (!row) throw Error(ErrorCode::kBadInput, "the plan names family \"" + name + "\", which kwiki does not have", c.plan_path.string(), "/family/name");
+    c.family = row->name;
+  }
+  fs::create_directories(c.profiles);
+}
+
+BaselineResult baseline_stages(const BaselineRequest& request) {
+  Context c(request);
+  read_workspace(c);
+  generate(c);
+  build_stage(c);
+  run(c);
+  BaselineResult& r = c.result;
+  if (r.status.empty()) {
+    r.status = "NOT_RUN";
+    // Not compiled because the toolchain is absent is "not measured", not a failure.
+    r.exit_code = r.compiled || !c.skip_compile.empty() ? kExitNotMeasured : 4;
+    if (r.not_measured_because.empty()) r.not_measured_because = r.notes.empty() ? "not compiled" : r.notes.back();
+  }
+  r.static_evidence = c.evidence;
+  report_stage(c);
+  commit(c);
+  return r;
 }
 
 }  // namespace
@@ -202,48 +484,6 @@ std::string template_source(const std::string& pattern, const std::string& dtype
   return out;
 }
 
-namespace {
-
-// A plan is read back from a folder anyone may have written: every field kwiki puts into a
-// file name, a generated source or a compiler's arguments is checked against what kwiki writes.
-std::string plan_field(const ordered_json& plan, const char* pointer, const fs::path& plan_path) {
-  const ordered_json::json_pointer at(pointer);
-  if (!plan.contains(at) || !plan[at].is_string())
-    throw Error(ErrorCode::kBadInput, std::string("the plan has no string at ") + pointer + "; run `kwiki plan` again", plan_path.string(), pointer);
-  return plan[at].get<std::string>();
-}
-
-bool only_chars(const std::string& s, const char* extra) {
-  return !s.empty() && s.size() <= 64 &&
-         std::all_of(s.begin(), s.end(), [&](char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::strchr(extra, c); });
-}
-
-struct PlanHeader {
-  std::string pattern, vendor, product, target, dtype;
-};
-
-PlanHeader read_plan_header(const ordered_json& plan, const fs::path& plan_path) {
-  PlanHeader h{plan_field(plan, "/pattern/name", plan_path), plan_field(plan, "/target/vendor", plan_path),
-               plan_field(plan, "/target/product", plan_path), plan_field(plan, "/target/compile_target", plan_path),
-               plan_field(plan, "/task/dtype", plan_path)};
-  const auto refuse = [&](const char* pointer, const std::string& why) { throw Error(ErrorCode::kBadInput, why, plan_path.string(), pointer); };
-  if (!only_chars(h.pattern, "_")) refuse("/pattern/name", "the plan's pattern \"" + h.pattern + "\" is not a pattern name");
-  if (h.vendor != "nvidia" && h.vendor != "amd") refuse("/target/vendor", "the plan's vendor must be nvidia or amd");
-  if (!only_chars(h.product, "-_. ")) refuse("/target/product", "the plan's product \"" + h.product + "\" is not a product name");
-  const detail::ArchTarget* arch = detail::find_compile_target(h.target);
-  if (!arch || h.vendor != arch->vendor) {
-    std::string known;
-    for (const auto& row : detail::kArchTargets) known += std::string(known.empty() ? "" : ", ") + row.compile_target;
-    refuse("/target/compile_target", "the plan's compile_target \"" + h.target + "\" is not one kwiki compiles for " + h.vendor + " (" + known + ")");
-  }
-  if (!only_chars(h.dtype, "_")) refuse("/task/dtype", "the plan's dtype \"" + h.dtype + "\" is not a dtype name");
-  return h;
-}
-
-BaselineResult baseline_stages(const BaselineRequest& request);
-
-}  // namespace
-
 BaselineResult run_baseline(const BaselineRequest& request) {
   try {
     return baseline_stages(request);
@@ -253,409 +493,4 @@ BaselineResult run_baseline(const BaselineRequest& request) {
   }
 }
 
-namespace {
-
-BaselineResult baseline_stages(const BaselineRequest& request) {
-  BaselineResult result;
-  const fs::path ws = fs::absolute(request.workspace);
-  const fs::path plan_path = ws / "plans" / "v0_plan.json";
-  if (!fs::exists(plan_path)) throw Error(ErrorCode::kBadInput, "no plans/v0_plan.json here: run `kwiki plan` first", ws.string());
-  ordered_json plan;
-  try {
-    plan = ordered_json::parse(read_text(plan_path));
-  } catch (const std::exception& e) {
-    throw Error(ErrorCode::kInvalidJson, std::string("the plan is not valid JSON: ") + e.what(), plan_path.string());
-  }
-  const PlanHeader header = read_plan_header(plan, plan_path);
-  const std::string &pattern = header.pattern, &vendor = header.vendor, &product = header.product, &target = header.target,
-                    &dtype = header.dtype;
-  const bool amd = vendor == "amd";
-
-  // 1. The kernel source.
-  const fs::path kernel_path = ws / (amd ? "kernel.hip" : "kernel.cu");
-  std::string source;
-  if (!request.kernel_file.empty()) {
-    if (!fs::exists(request.kernel_file)) throw Error(ErrorCode::kBadInput, "--kernel file not found", request.kernel_file);
-    source = read_text(request.kernel_file);
-    if (source.find("kwiki_launch") == std::string::npos)
-      throw Error(ErrorCode::kBadInput, "the kernel defines no kwiki_launch (launcher ABI v1: see baseline/kernels/ABI.md)", request.kernel_file);
-  } else {
-    const std::string template_name = pattern == "fp8_quant" ? "fp8_quant" : pattern;
-    source = template_source(template_name, dtype, vendor);
-    if (source.empty())
-      throw Error(ErrorCode::kBadInput, "kwiki has no V0 template for pattern \"" + pattern + "\"; write the kernel (launcher ABI v1) and pass --kernel FILE",
-                  plan_path.string());
-  }
-  if (request.kernel_file.empty() || fs::absolute(request.kernel_file) != kernel_path) write_text(kernel_path, source);
-  result.kernel_path = kernel_path.string();
-
-  // 2. The shim and the harness.
-  std::string shim = detail::embedded_file("kernel_shim.py");
-  const std::string fp8_max = (amd && target == "gfx942") ? "240" : "448";
-  shim = std::regex_replace(shim, std::regex("@PATTERN@"), pattern);
-  shim = std::regex_replace(shim, std::regex("@FP8_MAX@"), fp8_max);
-  // row_reduce: the op and the kept dim the planner read from the reference (0 / False elsewhere).
-  const ordered_json& pattern_json = plan["pattern"];
-  if (pattern == "row_reduce" && request.kernel_file.empty() && !pattern_json.contains("reduce_op_code"))
-    throw Error(ErrorCode::kBadInput, "the plan names row_reduce but no reduction kwiki's template serves (sum / mean / max over dim -1 of an input, "
-                                      "output in the input's dtype); write the kernel and pass --kernel FILE",
-                plan_path.string());
-  shim = std::regex_replace(shim, std::regex("@REDUCE_OP@"), std::to_string(pattern_json.value("reduce_op_code", 0)));
-  shim = std::regex_replace(shim, std::regex("@KEEPDIM@"), pattern_json.value("keepdim", false) ? "True" : "False");
-  write_text(ws / "kernel.py", shim);
-  write_text(ws / "test_kernel.py", detail::embedded_file("test_kernel.py"));
-  if (!fs::exists(ws / "reference.py") && fs::exists(ws / "task" / "reference.py")) fs::copy_file(ws / "task" / "reference.py", ws / "reference.py");
-
-  // 3. Build, cached by source, flags and compiler.
-  const fs::path profiles = ws / "profiles" / "v0";
-  fs::create_directories(profiles);
-  fs::create_directories(ws / "build");
-  std::string compiler, skip_compile;
-  // device_flags compile the kernel (also to a listing); link_flags make the loadable library.
-  Args device_flags, link_flags;
-  const auto targets_gfx950 = [](const std::string& clang) {
-    return run_tool({clang, "-x", "hip", "--offload-arch=gfx950", "-nogpulib", "--offload-device-only", "-S", "-o", "/dev/null", "-"}, 120, "\n").ok();
-  };
-  if (!amd) {
-    compiler = cuda_compiler();
-    const std::string sm = target.substr(3);  // "90a" of "sm_90a": a row of the target table
-    device_flags = {"-O3", "-std=c++17", "-gencode=arch=compute_" + sm + ",code=sm_" + sm, "-Xptxas", "-v", "-lineinfo"};
-    link_flags = {"-shared", "-Xcompiler", "-fPIC"};
-  } else {
-    // The newest clang with HIP support wins: a compiler that can target gfx950 is used when present.
-    for (const char* candidate : {"clang++-22", "clang++-21", "clang++-20", "clang++-19"}) {
-      const std::string path = detail::find_program(candidate);
-      if (path.empty()) continue;
-      if (compiler.empty()) compiler = path;
-      if (target == "gfx950" && targets_gfx950(path)) {
-        compiler = path;
-        break;
-      }
-    }
-    const std::string rocm = compiler.empty() ? "" : prepare_rocm_root(compiler);
-    if (!compiler.empty() && rocm.empty()) {
-      skip_compile = "Debian's rocm-device-libs are not installed (scripts/dev.sh deps installs them)";
-      compiler.clear();
-    }
-    if (!compiler.empty() && target == "gfx950" && !targets_gfx950(compiler)) {
-      skip_compile = compiler + " cannot target gfx950 (CDNA4 needs LLVM 20 or newer); kernel.hip, the plan and this report are ready for such a compiler";
-      compiler.clear();
-    }
-    device_flags = {"-x", "hip", "--offload-arch=" + (target == "gfx942" ? std::string("gfx942:sramecc+:xnack-") : target), "--rocm-path=" + rocm,
-                    "-O3", "-std=c++17"};
-    link_flags = {"-shared", "-fPIC", "-L/usr/lib/x86_64-linux-gnu", "-lamdhip64"};
-  }
-  ordered_json evidence;
-  evidence["target"] = target;
-  if (compiler.empty()) {
-    if (skip_compile.empty()) skip_compile = std::string("no ") + (amd ? "HIP compiler (clang++-19) found" : "CUDA compiler (nvcc) found");
-    result.notes.push_back("not compiled: " + skip_compile);
-    result.not_measured_because = "not compiled: " + skip_compile;
-    evidence["compiled"] = false;
-    evidence["not_compiled_because"] = skip_compile;
-  } else {
-    const std::string version = run_tool({compiler, "--version"}, 60).out;
-    std::string flag_text;
-    for (const auto& f : concat(device_flags, link_flags)) flag_text += f + '\x1f';
-    const char* cache_env = std::getenv("XDG_CACHE_HOME");
-    const fs::path cache = fs::path(cache_env && *cache_env ? cache_env : std::string(std::getenv("HOME") ? std::getenv("HOME") : "/tmp") + "/.cache") /
-                           "kwiki" / "builds" / detail::hash64_hex(source + "\n" + flag_text + "\n" + version);
-    const fs::path so = cache / "kernel.so";
-    if (!fs::exists(so)) {
-      fs::create_directories(cache);
-      const detail::ProcessResult build =
-          run_tool(concat(concat(Args{compiler}, device_flags), concat(link_flags, {"-o", (cache / "kernel.so.tmp").string(), kernel_path.string()})));
-      const std::string build_log = build.started ? build.out + (build.timed_out ? "\nkwiki: the compiler was stopped after 600 s\n" : "") : build.error + "\n";
-      write_text(cache / "build.log", build_log);
-      if (!build.ok()) {
-        write_text(profiles / "build.log", build_log);
-        result.status = "COMPILE_FAIL";
-        result.exit_code = 4;
-        result.notes.push_back("build failed: see profiles/v0/build.log");
-      } else {
-        fs::rename(cache / "kernel.so.tmp", so);
-      }
-    } else {
-      result.notes.push_back("build cache hit: " + cache.string());
-    }
-    if (fs::exists(so)) {
-      result.compiled = true;
-      fs::copy_file(so, ws / "build" / "kernel.so", fs::copy_options::overwrite_existing);
-      const std::string log = read_text(cache / "build.log");
-      write_text(profiles / "build.log", log);
-      evidence["compiled"] = true;
-      // Static evidence: the compiler's resource report and the instruction listing.
-      std::smatch m;
-      const std::regex regs(R"(Used (\d+) registers)"), spill(R"((\d+) bytes spill stores, (\d+) bytes spill loads)"), stack(R"((\d+) bytes stack frame)");
-      int max_regs = 0, spill_bytes = 0, stack_bytes = 0;
-      for (auto it = std::sregex_iterator(log.begin(), log.end(), regs); it != std::sregex_iterator(); ++it) max_regs = std::max(max_regs, std::stoi((*it)[1]));
-      for (auto it = std::sregex_iterator(log.begin(), log.end(), spill); it != std::sregex_iterator(); ++it)
-        spill_bytes = std::max(spill_bytes, std::stoi((*it)[1]) + std::stoi((*it)[2]));
-      for (auto it = std::sregex_iterator(log.begin(), log.end(), stack); it != std::sregex_iterator(); ++it) stack_bytes = std::max(stack_bytes, std::stoi((*it)[1]));
-      if (!amd) {
-        evidence["max_registers_per_thread"] = max_regs;
-        evidence["spill_bytes"] = spill_bytes;
-        evidence["stack_frame_bytes"] = stack_bytes;
-      }
-      if (amd) {
-        // The device ISA listing: the same source compiled device-only to assembly.
-        const detail::ProcessResult listing = run_tool(concat(concat(Args{compiler}, device_flags),
-                                                              {"--offload-device-only", "-S", "-o", (profiles / ("kernel-" + target + ".s")).string(),
-                                                               kernel_path.string()}));
-        if (listing.ok()) {
-          const std::string isa = read_text(profiles / ("kernel-" + target + ".s"));
-          evidence["listing"] = "profiles/v0/kernel-" + target + ".s";
-          evidence["instructions"] = instruction_counts(isa, {{"v_mfma", R"(\bv_mfma_)"},
-                                      {"global_load_dwordx4", R"(\bglobal_load_dwordx4\b)"},
-                                      {"buffer_load_dwordx4", R"(\bbuffer_load_dwordx4\b)"},
-                                      {"global_store_dwordx4", R"(\bglobal_store_dwordx4\b)"},
-                                      {"ds_read_b128", R"(\bds_read_b128\b)"},
-                                      {"ds_write_b128", R"(\bds_write_b128\b)"},
-                                      {"scratch (spills)", R"(\bscratch_(load|store))"}});
-          std::smatch vg;
-          const std::regex vgpr(R"(;\s*NumVgprs:\s*(\d+))"), scratch(R"(;\s*ScratchSize:\s*(\d+))");
-          int max_vgpr = 0, max_scratch = 0;
-          for (auto it = std::sregex_iterator(isa.begin(), isa.end(), vgpr); it != std::sregex_iterator(); ++it) max_vgpr = std::max(max_vgpr, std::stoi((*it)[1]));
-          for (auto it = std::sregex_iterator(isa.begin(), isa.end(), scratch); it != std::sregex_iterator(); ++it) max_scratch = std::max(max_scratch, std::stoi((*it)[1]));
-          evidence["max_vgprs"] = max_vgpr;
-          evidence["scratch_bytes"] = max_scratch;
-          evidence["spill_bytes"] = max_scratch;
-        }
-      }
-      if (!amd) {
-        const fs::path cuobjdump = fs::path(compiler).parent_path() / "cuobjdump";
-        const detail::ProcessResult sass =
-            run_tool({fs::exists(cuobjdump) ? cuobjdump.string() : std::string("cuobjdump"), "--dump-sass", (ws / "build" / "kernel.so").string()}, 300);
-        const std::string& sass_text = sass.out;
-        if (sass.ok()) {
-          write_text(profiles / "kernel.sass", sass_text);
-          evidence["listing"] = "profiles/v0/kernel.sass";
-          evidence["instructions"] = instruction_counts(sass_text, {{"LDG.E.128", R"(LDG\.E\.128)"},
-                                      {"STG.E.128", R"(STG\.E\.128)"},
-                                      {"HMMA", R"(\bHMMA)"},
-                                      {"HGMMA", R"(\bHGMMA)"},
-                                      {"LDSM (ldmatrix)", R"(\bLDSM)"},
-                                      {"LDGSTS (cp.async)", R"(\bLDGSTS)"},
-                                      {"UTMALDG (TMA)", R"(\bUTMALDG)"},
-                                      {"LDL/STL (local memory)", R"(\b(LDL|STL)\b)"}});
-        } else {
-          // No disassembler here (a minimal toolkit): the PTX shows the same choices one level up.
-          Args ptx_flags = device_flags;
-          for (auto& f : ptx_flags) f = std::regex_replace(f, std::regex("code=sm_"), "code=compute_");
-          const detail::ProcessResult ptx =
-              run_tool(concat(concat(Args{compiler}, ptx_flags), {"-ptx", "-o", (profiles / "kernel.ptx").string(), kernel_path.string()}));
-          if (ptx.ok()) {
-            const std::string text = read_text(profiles / "kernel.ptx");
-            evidence["listing"] = "profiles/v0/kernel.ptx (no cuobjdump here; SASS evidence needs the full CUDA toolkit)";
-            evidence["instructions"] = instruction_counts(text, {{"ld.global.v4 (16-byte loads)", R"(ld\.global(\.[a-z0-9_]+)*\.v4\.)"},
-                                        {"st.global.v4 (16-byte stores)", R"(st\.global(\.[a-z0-9_]+)*\.v4\.)"},
-                                        {"mma.sync", R"(mma\.sync)"},
-                                        {"wgmma", R"(wgmma\.)"},
-                                        {"ldmatrix", R"(ldmatrix)"},
-                                        {"cp.async", R"(cp\.async\.(ca|cg))"},
-                                        {"cp.async.bulk (TMA)", R"(cp\.async\.bulk)"},
-                                        {"ld.local/st.local", R"((ld|st)\.local)"}});
-          }
-        }
-      }
-    }
-  }
-  result.static_evidence = evidence;
-
-  // 4. Run where the plan's device is.
-  std::string device_label;
-  if (result.compiled) {
-    const Device device = amd ? Device{} : detect_nvidia_device();
-    if (!device.present) {
-      result.not_measured_because = amd ? "no AMD GPU" : "no NVIDIA GPU on this machine";
-    } else if (!device_matches(device.name, product) && !request.allow_other_device) {
-      result.not_measured_because = "the GPU here is " + device.name + ", not the plan's " + product + " (pass --allow-other-device to run anyway)";
-    } else if (!run_tool({detail::find_python(), "-c", "import torch"}, 120).ok()) {
-      result.not_measured_because = "torch is not importable by " + detail::find_python() + " here, so the reference cannot run (set KWIKI_PYTHON)";
-    } else {
-      device_label = device.name + " (" + device.uuid + ")" + (device_matches(device.name, product) ? "" : " [not the plan's product]");
-      std::string shapes;
-      for (const auto& s : request.shape_ids) shapes += (shapes.empty() ? "" : ",") + s;
-      detail::ProcessSpec harness;
-      harness.argv = {detail::find_python(), "test_kernel.py", "--version", "v0"};
-      if (!shapes.empty()) harness.argv.insert(harness.argv.end(), {"--shapes", shapes});
-      harness.cwd = ws.string();
-      harness.set_env = {{"KWIKI_KERNEL_SO", (ws / "build" / "kernel.so").string()}, {"TEST_TIMEOUT_SEC", std::to_string(request.timeout_sec)}};
-      // The harness bounds each case itself; this bounds the whole run (a hung import, a wedged device).
-      const std::size_t cases = std::max<std::size_t>(1, request.shape_ids.empty() ? plan["shapes"].size() : request.shape_ids.size());
-      harness.timeout_seconds = 120.0 + 4.0 * request.timeout_sec * static_cast<double>(cases);
-      const detail::ProcessResult run_result = detail::run_process(harness);
-      const std::string harness_log =
-          run_result.started ? run_result.out + (run_result.timed_out ? "\nkwiki: the harness was stopped at its deadline\n" : "") : run_result.error;
-      write_text(profiles / "test_kernel.log", harness_log);
-      const auto pos = harness_log.rfind("[test_kernel] RESULT_JSON=");
-      if (pos != std::string::npos) {
-        std::string line = harness_log.substr(pos + 26);
-        line = line.substr(0, line.find('\n'));
-        result.result_json = ordered_json::parse(line, nullptr, false);  // no exceptions: a bad line is a RUNTIME_FAIL
-      }
-      const bool well_formed = !result.result_json.is_discarded() && result.result_json.is_object() &&
-                               result.result_json.contains("all_pass") && result.result_json["all_pass"].is_boolean();
-      if (pos == std::string::npos || !well_formed) {
-        result.result_json = ordered_json();
-        result.status = "RUNTIME_FAIL";
-        result.exit_code = 4;
-        result.notes.push_back(pos == std::string::npos ? "the harness printed no RESULT_JSON: see profiles/v0/test_kernel.log"
-                                                        : "the harness's RESULT_JSON line is not a valid result: see profiles/v0/test_kernel.log");
-      } else {
-        result.measured = !result.result_json["latency_us_by_shape"].empty();
-        result.status = result.result_json["all_pass"].get<bool>() ? "PASS" : "MISMATCH";
-        for (const auto& f : result.result_json["failures"])
-          if (f["status"] != "MISMATCH") result.status = f["status"];
-        result.exit_code = result.status == "PASS" ? 0 : 1;
-      }
-    }
-  }
-  if (result.status.empty()) {
-    result.status = "NOT_RUN";
-    // Not compiled because the toolchain is absent is "not measured", not a failure.
-    result.exit_code = result.compiled || !skip_compile.empty() ? kExitNotMeasured : 4;
-    if (result.not_measured_because.empty()) result.not_measured_because = result.notes.empty() ? "not compiled" : result.notes.back();
-  }
-
-  // 5. Report, memory, commit.
-  std::map<std::string, ordered_json> plan_shapes;
-  for (const auto& s : plan["shapes"]) plan_shapes[s["id"]] = s;
-  auto fact = [&](const std::string& metric_prefix) -> std::pair<double, std::string> {
-    for (const auto& f : plan["hardware_facts"])
-      if (f["metric"].get<std::string>().rfind(metric_prefix, 0) == 0 && f["value"].is_number()) return {f["value"].get<double>(), f["citation"]};
-    return {0, ""};
-  };
-  const auto [bw, bw_cite] = fact("bandwidth");
-  const auto [mpeak, mpeak_cite] = fact("matrix peak");
-  const auto [vpeak, vpeak_cite] = fact("vector peak");
-  const auto [mbw, mbw_cite] = fact("measured copy bandwidth");
-  std::string perf_table = "| shape | status | latency us (p10-p90) | reference us | speedup | TFLOPS | GB/s | % peak BW | % peak compute | % SOL |\n"
-                           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
-  std::vector<double> sol_eff, tflops_all, gbps_all, bw_pct_all, tf_pct_all;
-  const ordered_json& rj = result.result_json;
-  for (const auto& [id, s] : plan_shapes) {
-    if (!request.shape_ids.empty() && std::find(request.shape_ids.begin(), request.shape_ids.end(), id) == request.shape_ids.end()) continue;
-    const std::string status = rj.is_object() && rj["statuses"].contains(id) ? rj["statuses"][id].get<std::string>() : result.status;
-    if (!rj.is_object() || !rj["latency_us_by_shape"].contains(id)) {
-      // The reason is stated once above the table; each row only says it was not measured.
-      perf_table += "| " + id + " | " + status + " | " + (result.not_measured_because.empty() ? "not measured: failed correctness" : "not measured") +
-                    " | | | | | | | |\n";
-      continue;
-    }
-    const double us = rj["latency_us_by_shape"][id];
-    const auto& spread = rj["latency_spread_by_shape"][id];
-    const double ref = rj["reference_latency_us_by_shape"].value(id, 0.0);
-    const auto& work = s["work"];
-    const double flops = work.is_object() ? work["matrix_flops"].get<double>() + work["vector_flops"].get<double>() : 0;
-    const double bytes = work.is_object() ? work["bytes_read"].get<double>() + work["bytes_written"].get<double>() : 0;
-    const double tflops = flops / (us * 1e-6) / 1e12, gbps = bytes / (us * 1e-6) / 1e9;
-    const bool matrix = work.is_object() && work["matrix_flops"].get<double>() > 0;
-    const double peak = matrix ? mpeak : vpeak;
-    const double sol = s["roofline"].is_object() ? s["roofline"]["sol_us"].get<double>() : 0;
-    tflops_all.push_back(tflops);
-    gbps_all.push_back(gbps);
-    if (bw > 0) bw_pct_all.push_back(100 * gbps / (bw * 1e3));
-    if (peak > 0) tf_pct_all.push_back(100 * tflops / peak);
-    if (sol > 0) sol_eff.push_back(sol / us);
-    perf_table += "| " + id + " | " + status + " | " + fmt(us) + " (" + fmt(spread["p10"].get<double>()) + "-" + fmt(spread["p90"].get<double>()) + ") | " +
-                  (ref > 0 ? fmt(ref) : "-") + " | " + (ref > 0 ? fmt(ref / us, 3) + "x" : "-") + " | " + fmt(tflops) + " | " + fmt(gbps) + " | " +
-                  (bw > 0 ? fmt(100 * gbps / (bw * 1e3), 3) : "-") + (mbw > 0 ? " (" + fmt(100 * gbps / (mbw * 1e3), 3) + " of measured copy)" : "") + " | " +
-                  (peak > 0 ? fmt(100 * tflops / peak, 3) : "-") + " | " + (sol > 0 ? fmt(100 * sol / us, 3) : "-") + " |\n";
-  }
-  auto geomean = [](const std::vector<double>& v) -> ordered_json {
-    if (v.empty()) return nullptr;
-    double s = 0;
-    for (double x : v) s += std::log(std::max(x, 1e-30));
-    return std::exp(s / static_cast<double>(v.size()));
-  };
-
-  std::string report = "# Baseline report: " + plan["task"]["name"].get<std::string>() + " on " + product + " (V0)\n\n";
-  report += "- kernel: `" + kernel_path.filename().string() + "` (" + (request.kernel_file.empty() ? "kwiki template for " + pattern : "user kernel " + request.kernel_file) +
-            "), shim `kernel.py`, harness `test_kernel.py`, reference `reference.py`\n";
-  report += "- target: " + target + "; compiled: " + (result.compiled ? "yes" : "no") + "; status: **" + result.status + "**\n";
-  report += "- device: " + (device_label.empty() ? "none used (not measured: " + result.not_measured_because + ")" : device_label) + "\n";
-  if (rj.is_object() && rj.contains("environment")) report += "- environment: `" + rj["environment"].dump() + "`\n";
-  report += "\n## Reference semantics\n\nPattern " + pattern + ", dtype " + dtype + "; see plans/v0_plan.md for inputs, outputs and the roofline.\n";
-  report += "\n## V0 configuration\n\n";
-  for (const auto& c : plan["design"]["choices"]) report += "- " + c["aspect"].get<std::string>() + ": " + c["choice"].get<std::string>() + " <- " + c["record"].get<std::string>() + "\n";
-  report += "\n## Static evidence (compiler report and listing)\n\n```json\n" + evidence.dump(2) + "\n```\n";
-  report += "\n## Correctness\n\n";
-  if (rj.is_object()) {
-    // null: not finite (an output held NaN or Inf where the reference did not).
-    const auto err = [&](const char* key) { return rj[key].is_number() ? fmt(rj[key].get<double>()) : std::string("not finite"); };
-    report += "Seeds: " + rj["seeds"].dump() + "; max abs err " + err("max_abs_err") + ", max rel err " + err("max_rel_err") + ".\n\n";
-    for (const auto& f : rj["failures"]) report += "- " + f["shape"].get<std::string>() + ": " + f["status"].get<std::string>() + " " + f["messages"].dump() + "\n";
-  } else {
-    report += "Not run: " + result.not_measured_because + ".\n";
-  }
-  report += "\n## Performance\n\nTimed with device events around the kernel alone, the L2 evicted before each repetition by reading a buffer of at least twice its size, median of the repetitions (harness v1).\n"
-            "Peaks: bandwidth " + (bw > 0 ? fmt(bw) + " TB/s <- " + bw_cite : std::string("not recorded")) + "; matrix " +
-            (mpeak > 0 ? fmt(mpeak) + " TFLOPS <- " + mpeak_cite : std::string("not recorded")) + "; vector " +
-            (vpeak > 0 ? fmt(vpeak) + " TFLOPS <- " + vpeak_cite : std::string("not recorded")) +
-            (mbw > 0 ? "; measured copy " + fmt(mbw) + " TB/s <- " + mbw_cite : std::string("")) + ".\n\n" + perf_table;
-  if (rj.is_object() && rj["latency_us_geomean"].is_number())
-    report += "\nGeomean latency " + fmt(rj["latency_us_geomean"].get<double>()) + " us; speedup vs reference (geomean) " +
-              (rj["speedup_vs_ref_geomean"].is_number() ? fmt(rj["speedup_vs_ref_geomean"].get<double>(), 3) + "x" : "-") + ".\n";
-  report += "\n## Not measured\n\n" + (result.not_measured_because.empty() ? std::string("Every planned shape ran.\n") : result.not_measured_because + ": no figure above was invented.\n");
-  report += "\n## Records consulted\n\n";
-  for (const auto& c : plan["records_consulted"]) report += "- " + c["record"].get<std::string>() + " (query " + c["query_id"].get<std::string>() + ")\n";
-  write_text(ws / "baseline_report.md", report);
-
-  // memory/v0.json
-  MemoryStore memory(ws.string());
-  ordered_json record;
-  record["schema_version"] = 1;
-  record["version"] = "v0";
-  record["masked"] = false;
-  record["timestamp"] = now_iso8601();
-  record["device"] = device_label.empty() ? ordered_json() : ordered_json(device_label);
-  ordered_json perf;
-  perf["latency_us"] = rj.is_object() && rj["latency_us_geomean"].is_number() ? rj["latency_us_geomean"] : ordered_json();
-  perf["latency_us_by_shape"] = rj.is_object() ? rj["latency_us_by_shape"] : ordered_json::object();
-  perf["tflops"] = geomean(tflops_all);
-  perf["bandwidth_gbps"] = geomean(gbps_all);
-  perf["tflops_peak_utilization_pct"] = geomean(tf_pct_all);
-  perf["bandwidth_peak_utilization_pct"] = geomean(bw_pct_all);
-  perf["sol_efficiency_geomean"] = geomean(sol_eff);
-  perf["reference_latency_us_by_shape"] = rj.is_object() ? rj["reference_latency_us_by_shape"] : ordered_json::object();
-  perf["speedup_vs_ref_geomean"] = rj.is_object() && rj["speedup_vs_ref_geomean"].is_number() ? rj["speedup_vs_ref_geomean"] : ordered_json();
-  record["performance"] = perf;
-  record["optimization"] = {{"action_category", "baseline"},
-                            {"action_description", request.kernel_file.empty() ? "V0 from the kwiki " + pattern + " template" : "V0: user kernel " + request.kernel_file}};
-  record["correctness"] = {{"status", result.status == "PASS" || result.status == "MISMATCH" || result.status == "COMPILE_FAIL" || result.status == "RUNTIME_FAIL" ||
-                                              result.status == "TIMEOUT_FAIL"
-                                          ? result.status
-                                          : "NOT_RUN"},
-                           {"max_abs_err", rj.is_object() ? rj["max_abs_err"] : ordered_json()},
-                           {"max_rel_err", rj.is_object() ? rj["max_rel_err"] : ordered_json()}};
-  record["quality_gate"] = {{"result", !result.measured ? "not_measured" : (result.status == "PASS" ? "pass" : "fail")},
-                            {"failure_reason", result.measured && result.status != "PASS" ? ordered_json(result.status) : ordered_json()}};
-  record["pitfalls_and_fixes"] = ordered_json::array();
-  ordered_json refs = ordered_json::array();
-  for (const auto& c : plan["records_consulted"])
-    refs.push_back({{"source_type", "gpu-wiki"}, {"record_id", c["record"]}, {"query_id", c["query_id"]}, {"description", c["aspect"]}});
-  record["references"] = refs;
-  record["git_commit_hash"] = nullptr;
-  if (fs::exists(ws / "memory" / "v0.json")) fs::remove(ws / "memory" / "v0.json");
-  memory.write(record);
-
-  if (request.commit && fs::exists(ws / ".git")) {
-    const auto commit = [&](const char* message) {
-      // Temporaries and the lock stay out even in a workspace whose .gitignore predates them.
-      return detail::run_git(ws.string(), {"add", "-A", "--", ".", ":(exclude)*.kwiki-tmp-*", ":(exclude)*.kwiki-lock"}).ok() &&
-             detail::run_git(ws.string(), {"commit", "-qm", message}).ok();
-    };
-    if (commit("V0: baseline kernel")) {
-      const std::string hash = detail::run_git(ws.string(), {"rev-parse", "HEAD"}).out.substr(0, 40);
-      memory.update("v0", {{"git_commit_hash", hash}});
-      commit("V0: memory/v0.json");
-    } else {
-      result.notes.push_back("git commit failed in the workspace");
-    }
-  }
-  return result;
-}
-
-}  // namespace
 }  // namespace kwiki

@@ -552,7 +552,12 @@ int main(int argc, char** argv) {
   bool no_commit = false;
   auto* baseline = app.add_subcommand("baseline", "write, build, check and measure the V0 kernel of a planned workspace; report and commit");
   baseline->add_option("--workspace", baseline_request.workspace, "a workspace made by kwiki plan")->required();
-  baseline->add_option("--kernel", baseline_request.kernel_file, "measure this kernel (launcher ABI v1) instead of the template's");
+  baseline->add_option("--kernel", baseline_request.kernel_file,
+                       "check and measure your kernel instead of kwiki's V0: a .cu/.hip file exporting kernel_abi.h's launcher, or a .py "
+                       "file with a Model like the reference's");
+  baseline->add_option("--device", baseline_request.device,
+                       "gpu (default), or cpu: run the family's CPU twin (or your Python Model) through the same harness, correctness only")
+      ->check(CLI::IsMember({"gpu", "cpu"}));
   baseline->add_option("--shapes", baseline_shapes, "comma-separated shape ids (default: all)");
   baseline->add_flag("--allow-other-device", baseline_request.allow_other_device, "run on a GPU other than the plan's product, labelling every figure");
   baseline->add_option("--timeout", baseline_request.timeout_sec, "seconds per case before TIMEOUT_FAIL (1 to 86400, default 30)")

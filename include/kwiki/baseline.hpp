@@ -15,7 +15,8 @@ inline constexpr int kExitNotMeasured = 5;  ///< generated and compiled; no suit
 /// What `kwiki baseline` was asked to do.
 struct BaselineRequest {
   std::string workspace;
-  std::string kernel_file;            ///< --kernel: the user's kernel (launcher ABI v1) instead of a template
+  std::string kernel_file;            ///< --kernel: a CUDA/HIP file (kernel_abi.h's launcher) or a Python Model (.py)
+  std::string device = "gpu";         ///< gpu, or cpu: the family's CPU twin through the harness (correctness only)
   std::vector<std::string> shape_ids; ///< --shapes (all when empty)
   bool allow_other_device = false;    ///< run on a GPU other than the plan's product, labelling figures
   int timeout_sec = 30;               ///< per case (TEST_TIMEOUT_SEC)
@@ -35,10 +36,12 @@ struct BaselineResult {
   std::vector<std::string> notes;
 };
 
-/// Generates kernel.cu|.hip, kernel.py, test_kernel.py; builds (cached by source, flags and
-/// target); runs the harness when a device of the plan's product is present; writes
-/// baseline_report.md and memory/v0.json; commits. Throws kwiki::Error for a workspace without
-/// a plan (kBadInput) or an unknown pattern without --kernel.
+/// Stages: reads the workspace's plan; generates the candidate (the proven family's template, or
+/// the user's --kernel) with kernel.py, test_kernel.py and kernel_abi.h, never over a file the user
+/// changed; builds it (cached by source, flags and target; the CPU twin for --device cpu); runs
+/// the harness where it can run; writes baseline_report.md and memory/v0.json; commits. Throws
+/// kwiki::Error for a workspace without a plan (kBadInput), and for a task with no proven family
+/// and no --kernel (kBadInput, after writing kernel_abi.h for a kernel of the user's).
 BaselineResult run_baseline(const BaselineRequest& request);
 
 /// The V0 source of a template for an element type and vendor, standalone (compat inlined).

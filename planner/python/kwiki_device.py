@@ -3,6 +3,8 @@
 # machine without that device every such spelling is mapped to the target instead.
 import torch
 
+SMALLEST = 64  # a shrunk size stays at least this
+
 _FACTORIES = ("randn", "rand", "randint", "randperm", "randn_like", "rand_like", "randint_like", "zeros", "ones", "empty",
               "full", "arange", "linspace", "logspace", "eye", "tensor", "as_tensor", "zeros_like", "ones_like", "empty_like",
               "full_like", "normal", "empty_strided", "scalar_tensor", "tril_indices", "triu_indices")
@@ -65,3 +67,19 @@ def map_cuda_to(target):
     torch.nn.Module.to = module_to_fixed
     torch.nn.Module.cuda = lambda self, *a, **k: module_to(self, target)
     torch.cuda.synchronize = lambda *a, **k: None
+
+
+def shrink_factor(kwargs):
+    """A power of two that divides every size-like integer >= 128 of the kwargs and leaves each at
+    least SMALLEST: relations between sizes (equal, twice, a multiple) survive the shrink."""
+    sizes = [v for d in kwargs for k, v in d.items()
+             if isinstance(v, int) and not isinstance(v, bool) and v >= 128 and "seed" not in k.lower()]
+    s = 1
+    while sizes and all(v % (2 * s) == 0 and v // (2 * s) >= SMALLEST for v in sizes):
+        s *= 2
+    return s
+
+
+def shrunk(kwargs, s):
+    return {k: (v // s if isinstance(v, int) and not isinstance(v, bool) and v >= 128 and "seed" not in k.lower() else v)
+            for k, v in kwargs.items()}

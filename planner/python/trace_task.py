@@ -18,7 +18,6 @@ DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "
           "float8_e4m3fnuz": "fp8_e4m3fnuz", "float8_e5m2": "fp8_e5m2"}
 MAX_OPS = 4000            # ops recorded per shape (a Python loop over sequences records many)
 MAX_SAVED = 4 << 20       # elements per saved tensor: beyond this the shape is not proven here
-SMALLEST = 64             # a shrunk size stays at least this
 REAL_CPU_SECONDS = 10     # the real-size CPU fallback gives up after this (the meta run is the usual path)
 
 
@@ -42,22 +41,6 @@ def flatten_outputs(result):
     if isinstance(result, (tuple, list)):
         return "tuple", [("out%d" % i, v) for i, v in enumerate(result)]
     return "other", [("out", result)]
-
-
-def shrink_factor(kwargs):
-    """A power of two that divides every size-like integer >= 128 of the kwargs and leaves each at
-    least SMALLEST: relations between sizes (equal, twice, a multiple) survive the shrink."""
-    sizes = [v for d in kwargs for k, v in d.items()
-             if isinstance(v, int) and not isinstance(v, bool) and v >= 128 and "seed" not in k.lower()]
-    s = 1
-    while sizes and all(v % (2 * s) == 0 and v // (2 * s) >= SMALLEST for v in sizes):
-        s *= 2
-    return s
-
-
-def shrunk(kwargs, s):
-    return {k: (v // s if isinstance(v, int) and not isinstance(v, bool) and v >= 128 and "seed" not in k.lower() else v)
-            for k, v in kwargs.items()}
 
 
 def make_inputs(factory, kwargs, device):
@@ -283,8 +266,9 @@ def graph_scalars(ops):
 def small_run(factory, reference, spec, out_dir, shape_index, twin):
     import torch
     init, kw = spec["init_kwargs"], spec["input_kwargs"]
-    s = shrink_factor([init, kw])
-    init_s, kw_s = shrunk(init, s), shrunk(kw, s)
+    import kwiki_device
+    s = kwiki_device.shrink_factor([init, kw])
+    init_s, kw_s = kwiki_device.shrunk(init, s), kwiki_device.shrunk(kw, s)
     torch.manual_seed(0)
     inputs = make_inputs(factory, kw_s, "cpu")
     model = reference.Model(**init_s)
