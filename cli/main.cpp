@@ -534,7 +534,7 @@ int main(int argc, char** argv) {
   plan->add_option("--task", plan_request.task_path, "task folder (benchmark layout) or task.json")->required();
   plan->add_option("--gpu", plan_request.product, "target product, e.g. H200, MI300X (must be recorded in the wiki)")->required();
   plan->add_option("--workspace", plan_request.workspace, "workspace folder to create (default ./kwiki-<task>-<product>)");
-  plan->add_option("--pattern", plan_request.pattern_override, "override the detected pattern (rms_norm, gemm, ...)");
+  plan->add_option("--pattern", plan_request.pattern_override, "try only this family (rms_norm, gemm, ...); it is still proven before it is claimed");
   plan->add_option("--shapes", plan_shapes, "comma-separated shape ids to plan (default: all)");
   plan->add_flag("--force", plan_request.force, "replace an existing workspace");
   plan->add_flag("--no-dry-run", no_dry_run, "do not run the PyTorch reference even when torch is importable");
@@ -542,7 +542,9 @@ int main(int argc, char** argv) {
       "kwiki plan RUNS CODE: the task's reference.py and input.py are executed (python with torch, $KWIKI_PYTHON\n"
       "or python3) once per shape for the dry run, with your user's rights. They run in their own process group with a\n"
       "scrubbed environment and are killed at --dry-run-timeout, but that is no sandbox: plan only tasks you trust,\n"
-      "or pass --no-dry-run. --force replaces only a folder that kwiki plan made (it holds .kwiki-workspace).");
+      "or pass --no-dry-run. --force replaces only a folder that kwiki plan made (it holds .kwiki-workspace).\n"
+      "A family is claimed only when its CPU twin reproduces the reference on every shape; otherwise the plan says\n"
+      "kwiki has no V0 for the task and why. Task formats, the trace and the proof: docs/TASKS.md.");
   plan->add_option("--dry-run-timeout", plan_request.dry_run_timeout_seconds,
                    "seconds the dry run may take before its process group is killed (1 to 3600, default 120)")
       ->check(whole_in(1, 3600));

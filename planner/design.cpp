@@ -16,17 +16,21 @@ int element_bytes(const std::string& dtype) {
 
 class Consulter {
  public:
-  Consulter(QueryEngine& engine, Design& design) : engine_(engine), design_(design) {}
-  // Asks the wiki; records the top results as consulted; returns the best record id ("" if none).
+  Consulter(QueryEngine& engine, Design& design, const TargetInfo& target) : engine_(engine), design_(design), target_(target) {}
+  // Asks the wiki within the target's scope (its product and architecture are part of every
+  // request, and a record of the other vendor is never cited); records the top results as
+  // consulted; returns the best record id ("" if none).
   std::string ask(const std::string& aspect, const std::string& request, std::size_t keep = 3) {
     QueryOptions options;
     options.max_records = 8;
     options.brief = true;
-    const QueryResult r = engine_.query(request, options);
+    const std::string scoped = request.find(target_.product) == std::string::npos ? request + " on " + target_.product + " " + target_.arch : request;
+    const QueryResult r = engine_.query(scoped, options);
     std::string best;
     std::size_t kept = 0;
     for (const auto& a : r.answer.records) {
       if (a.record.type == "spec-sheet" || a.record.type == "measured-ceiling") continue;
+      if (!a.record.vendor.empty() && a.record.vendor != "generic" && a.record.vendor != target_.vendor) continue;
       if (best.empty()) best = a.record.key;
       if (kept++ < keep && seen_.insert(a.record.key + "|" + r.answer.query_id).second)
         design_.consulted.push_back({a.record.key, r.answer.query_id, aspect});
@@ -37,6 +41,7 @@ class Consulter {
  private:
   QueryEngine& engine_;
   Design& design_;
+  const TargetInfo& target_;
   std::set<std::string> seen_;
 };
 
@@ -47,7 +52,7 @@ std::string cite(const std::string& record) { return record.empty() ? "(no recor
 Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& task, const TargetInfo& t,
                  const std::vector<std::string>& operator_words) {
   Design d;
-  Consulter wiki(engine, d);
+  Consulter wiki(engine, d, t);
   const std::string gpu = t.product;
   const std::string lang = t.framework == "hip" ? "HIP" : "CUDA C++";
   const bool amd = t.vendor == "amd";

@@ -268,14 +268,35 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
       w.basis = "the task's roofline.json";
       given = w;
     }
+    // No family (or one whose counter lacks a size): count the recorded ops at the given sizes.
+    if (const detail::ShapeTrace* traced = dry.shape(shape.id); !work && traced && traced->real_ok) {
+      WorkCounts w;
+      w.matrix_flops = traced->real_matrix_flops;
+      w.vector_flops = traced->real_vector_flops;
+      for (const auto& t : shape.inputs) {
+        const double b = t.numel_bytes();
+        w.bytes_read += b;
+        if (t.updated) w.bytes_written += b;
+      }
+      for (const auto& t : shape.outputs)
+        if (t.alias_of.empty()) w.bytes_written += t.numel_bytes();
+      w.basis = "counted op by op from the reference's trace at the given sizes (matrix products 2MNK, reductions per input element, other "
+                "arithmetic per output element); bytes of every input, parameter and output";
+      work = w;
+    }
     if (!work && given) work = given;
     if (work) {
       const Roofline r = evaluate_roofline(*work, target.ceilings);
       s["work"] = {{"matrix_flops", work->matrix_flops}, {"vector_flops", work->vector_flops}, {"bytes_read", work->bytes_read},
                    {"bytes_written", work->bytes_written}, {"basis", work->basis}};
+      // An unknown launch floor is stated as unknown: no stop condition rests on a floor of 0.
+      const bool floor_known = target.ceilings.launch_floor_us.present;
       s["roofline"] = {{"intensity_flop_per_byte", r.intensity}, {"ridge_flop_per_byte", r.ridge}, {"compute_us", r.compute_us},
-                       {"memory_us", r.memory_us}, {"sol_us", r.sol_us}, {"launch_floor_us", r.floor_us},
-                       {"attainable_us", r.attainable_us}, {"bound", r.bound}, {"stop_at_us", r.attainable_us / 0.9}};
+                       {"memory_us", r.memory_us}, {"sol_us", r.sol_us},
+                       {"launch_floor_us", floor_known ? ordered_json(r.floor_us) : ordered_json()},
+                       {"attainable_us", r.attainable_us}, {"bound", r.bound},
+                       {"stop_at_us", floor_known ? ordered_json(r.attainable_us / 0.9) : ordered_json()}};
+      if (!floor_known) s["roofline"]["note"] = "launch floor not recorded for " + target.product + ": attainable is SOL alone and no stop-at is set";
       if (target.ceilings.measured_bandwidth_tb_s.present) {
         Ceilings measured = target.ceilings;
         measured.bandwidth_tb_s = target.ceilings.measured_bandwidth_tb_s;
@@ -289,12 +310,11 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
       }
       roofline_table += "| " + shape.id + " | " + fmt(work->matrix_flops) + " | " + fmt(work->vector_flops) + " | " + fmt(work->bytes_read) +
                         " | " + fmt(work->bytes_written) + " | " + fmt(r.intensity) + " | " + fmt(r.ridge) + " | " + r.bound + " | " +
-                        fmt(r.sol_us) + " | " + (r.floor_us > 0 ? fmt(r.floor_us) : "not recorded") + " | " + fmt(r.attainable_us) + " | " +
-                        fmt(r.attainable_us / 0.9) + " |\n";
+                        fmt(r.sol_us) + " | " + (floor_known ? fmt(r.floor_us) : "unknown") + " | " + fmt(r.attainable_us) + " | " +
+                        (floor_known ? fmt(r.attainable_us / 0.9) : "not set (floor unknown)") + " |\n";
     } else {
       s["roofline"] = nullptr;
-      s["why_no_roofline"] = pattern.name == "unknown" ? "pattern unknown and no roofline.json counts for this shape"
-                                                       : "the shape does not name the sizes this pattern needs";
+      s["why_no_roofline"] = "the reference was not traced at this shape's sizes and the task gives no roofline.json counts for it";
       roofline_table += "| " + shape.id + " | - | - | - | - | - | - | - | not computed | - | - | - |\n";
     }
     if (!shape.inputs.empty()) {
@@ -329,6 +349,7 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
   facts.push_back(cited("vector peak (fp32)", target.ceilings.vector_peak_tflops));
   facts.push_back(cited(target.compute_unit_name + " count", target.compute_units));
   facts.push_back(cited("L2", target.l2_mb));
+  if (target.llc_mb.present) facts.push_back(cited("last-level cache (Infinity Cache)", target.llc_mb));
   facts.push_back(cited(target.onchip_name + " per " + target.compute_unit_name, target.onchip_kb));
   if (target.ceilings.measured_bandwidth_tb_s.present) facts.push_back(cited("measured copy bandwidth", target.ceilings.measured_bandwidth_tb_s));
   if (target.ceilings.measured_matrix_tflops.present) facts.push_back(cited("measured matrix rate", target.ceilings.measured_matrix_tflops));
@@ -360,6 +381,7 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
   hw += fact_line("fp32 vector peak (non-matrix work)", target.ceilings.vector_peak_tflops);
   hw += fact_line(target.compute_unit_name + " count", target.compute_units);
   hw += fact_line("L2 cache", target.l2_mb);
+  if (target.llc_mb.present) hw += fact_line("Infinity Cache (last level; the timing flush covers twice it)", target.llc_mb);
   hw += fact_line(target.onchip_name + " per " + target.compute_unit_name, target.onchip_kb);
   if (target.ceilings.measured_bandwidth_tb_s.present) hw += fact_line("measured device-copy bandwidth", target.ceilings.measured_bandwidth_tb_s);
   if (target.ceilings.measured_matrix_tflops.present) hw += fact_line("measured matrix rate", target.ceilings.measured_matrix_tflops);

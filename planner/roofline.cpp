@@ -11,13 +11,15 @@ namespace {
 
 double element_bytes(const std::string& dtype) { return detail::dtype_bytes(dtype); }
 
-double tensor_bytes(const TensorSpec& t) {
-  double n = 1;
-  for (long long d : t.shape) n *= static_cast<double>(d);
-  return n * element_bytes(t.dtype);
-}
+double tensor_bytes(const TensorSpec& t) { return t.numel_bytes(); }
 
 }  // namespace
+
+double TensorSpec::numel_bytes() const {
+  double n = 1;
+  for (long long d : shape) n *= static_cast<double>(d);
+  return n * element_bytes(dtype);
+}
 
 std::optional<WorkCounts> count_work(const std::string& pattern, const ShapeCase& shape, const std::string& dtype) {
   const detail::FamilyRow* family = detail::find_family(pattern);

@@ -63,6 +63,7 @@ TargetInfo resolve_target(QueryEngine& engine, const std::string& product, const
   t.ceilings.vector_peak_tflops = fact(t.vendor == "amd" ? "peak_compute.fp32.vector.dense" : "peak_compute.fp32.cuda-core.dense", "TFLOPS");
   t.compute_units = fact(t.vendor == "amd" ? "compute_units.cu_count" : "compute_units.sm_count", "");
   t.l2_mb = fact("memory.l2_cache_mb", "MB");
+  if (t.vendor == "amd") t.llc_mb = fact("memory.infinity_cache_mb", "MB");
   t.onchip_kb = fact(t.vendor == "amd" ? "compute_units.lds_kb_per_cu" : "compute_units.shared_memory_kb_per_sm", "KB");
 
   // Measured ceilings of this product, where the wiki has them.

@@ -19,6 +19,7 @@ struct TargetInfo {
   CitedValue compute_units;    ///< SM or CU count
   std::string compute_unit_name;  ///< "SM" or "CU"
   CitedValue l2_mb, onchip_kb;    ///< L2 (or LLC) and shared memory / LDS per SM/CU
+  CitedValue llc_mb;              ///< a last-level cache beyond L2 (AMD's Infinity Cache), when the part has one
   std::string onchip_name;        ///< "shared memory" or "LDS"
   int warp_size = 32;
   std::vector<std::string> ceiling_records;  ///< measured-ceiling record ids used

@@ -8,7 +8,8 @@ JOBS=${KWIKI_JOBS:-$(nproc)}
 DEPS=(
   build-essential cmake ninja-build pkg-config git util-linux
   libxapian-dev xapian-tools libsqlite3-dev sqlite3 nlohmann-json3-dev libre2-dev libcli11-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libvalijson-dev rapidjson-dev python3
+  libgtest-dev libgmock-dev libbenchmark-dev libvalijson-dev rapidjson-dev python3 python3-venv
+  python3-torch
   clang-19 clang-tools-19 libclang-rt-19-dev lld-19 llvm-19 libamdhip64-dev rocm-device-libs
 )
 
@@ -20,6 +21,9 @@ usage: scripts/dev.sh COMMAND
   build   deps, then configure and build into ./build
   test    build, then run the whole test suite with ctest (GPU tests skip without a device)
   demo    build, index the bundled gpu-wiki into the default index, and answer a real request
+  torch2  also install a torch 2.x from PyPI into ./.venv-torch (about 3 GB of wheels: CUDA builds are
+          all PyPI has for Linux) and print the KWIKI_PYTHON to export; proofs of float8 tasks need it.
+          The default (Debian's python3-torch 1.13, CPU) proves every other task.
 USAGE
 }
 
@@ -59,6 +63,12 @@ case ${1:-} in
     "$BUILD/cli/kwiki" query --text --max-records 6 \
       "my bf16 rmsnorm on H200 only reaches 70% of DRAM bandwidth; what should I change?"
     "$BUILD/cli/kwiki" hw --product H200 --field memory.bandwidth_tb_s --text
+    ;;
+  torch2)
+    install_deps
+    /usr/bin/python3 -m venv "$ROOT/.venv-torch"
+    "$ROOT/.venv-torch/bin/pip" install --quiet "torch>=2.4"
+    echo "export KWIKI_PYTHON=$ROOT/.venv-torch/bin/python"
     ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;

@@ -77,7 +77,7 @@ for header in xapian.h re2/re2.h sqlite3.h nlohmann/json.hpp CLI/CLI.hpp gtest/g
 done
 check "ROCm device bitcode" /usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ockl.bc "HIP builds"
 # Modules the tests' python imports.
-for module in json ctypes; do
+for module in json ctypes torch numpy; do
   file=$("$python" -c "import $module, sys; print($module.__file__)" 2>/dev/null)
   check "python module $module" "$file" "the harness and library tests"
 done

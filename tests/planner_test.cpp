@@ -433,7 +433,11 @@ TEST_F(PlanCli, PlanSaysWhereTheDryRunWasSkipped) {
   const std::string ws = (*dir_) / "ws-nodry";
   const RunResult r = run_kwiki({"plan", "--task", tasks() + "/rms_norm", "--gpu", "H200", "--workspace", ws, "--no-dry-run", "--index", index(), "--json"});
   ASSERT_EQ(r.exit_code, 0);
-  EXPECT_NE(json::parse(r.out)["notes"].dump().find("dry run skipped"), std::string::npos);
+  const json j = json::parse(r.out);
+  EXPECT_NE(j["notes"].dump().find("the reference was not run (--no-dry-run)"), std::string::npos) << j["notes"];
+  // Without a run there is no proof, so no family is claimed.
+  EXPECT_EQ(j["pattern"]["name"], "unknown");
+  EXPECT_NE(j["notes"].dump().find("unproven"), std::string::npos);
 }
 
 }  // namespace

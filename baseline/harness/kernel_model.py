@@ -80,8 +80,9 @@ class Model(torch.nn.Module):
         """A kernel of the user's without a family: kwiki's generic ABI (kernel_abi.h) — the tensor
         inputs, the parameters and the outputs in order; every tensor's sizes as dims; the scalar
         inputs as params. Output shapes come from the reference run on the meta device."""
-        params = dict(self.ref.named_parameters())
-        tensors = [arguments[n] for n in BINDING["inputs"]] + [params[n] for n in BINDING["params"]]
+        held = dict(self.ref.named_parameters())
+        held.update(dict(self.ref.named_buffers()))
+        tensors = [arguments[n] for n in BINDING["inputs"]] + [held[n] for n in BINDING["params"]]
         device = next(t.device for t in tensors if t is not None)
         key = tuple((tuple(t.shape), t.dtype) for t in tensors)
         if key not in self._output_specs:

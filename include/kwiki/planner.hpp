@@ -19,6 +19,8 @@ struct TensorSpec {
   std::string dtype;     ///< bf16, fp16, fp32, fp8_e4m3fn, int32, ...
   bool updated = false;  ///< an input the reference writes in place
   std::string alias_of;  ///< an output that is an input returned after an in-place update
+  /// Bytes it holds (its elements times its dtype's size; 2 bytes for an unknown dtype).
+  double numel_bytes() const;
 };
 
 /// One shape of a task: its id (kept as given), kwargs and the sizes read from them.

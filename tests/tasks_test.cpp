@@ -1,0 +1,183 @@
+// Every task of data/tasks against its expected.json: kwiki plan claims the expected family (proven
+// by its CPU twin), and then kwiki baseline --device cpu passes and an evaluator's import of
+// kernel.py matches the reference; or kwiki plan claims none, names the near miss and the output
+// that differs, and kwiki baseline builds nothing. Tasks needing a newer torch than the one here
+// expect "unproven". Also: a user's CUDA kernel and a user's Python Model for a task with no family.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_support.hpp"
+
+namespace kwiki {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::RunResult;
+using test::run_kwiki;
+using test::TempDir;
+
+std::string tasks_dir() { return std::string(KWIKI_SOURCE_DIR) + "/data/tasks"; }
+
+// The torch version the tests' python imports ("" without torch), as (major, minor).
+std::pair<int, int> torch_version() {
+  static const std::pair<int, int> version = [] {
+    TempDir dir;
+    const std::string out = dir / "v";
+    const std::string cmd = test::shell_quote(KWIKI_TEST_PYTHON) + " -c 'import torch; print(torch.__version__)' > " + test::shell_quote(out) + " 2>/dev/null";
+    if (std::system(cmd.c_str()) != 0) return std::make_pair(0, 0);
+    int major = 0, minor = 0;
+    char dot;
+    std::istringstream(test::read_text(out)) >> major >> dot >> minor;
+    return std::make_pair(major, minor);
+  }();
+  return version;
+}
+
+bool at_least(const std::string& required) {
+  int major = 0, minor = 0;
+  char dot;
+  std::istringstream(required) >> major >> dot >> minor;
+  return torch_version() >= std::make_pair(major, minor);
+}
+
+class TaskEnv : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    dir = new TempDir();
+    const RunResult r = run_kwiki({"index", "--wiki", test::bundled_wiki(), "--index", index()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  void TearDown() override { delete dir; }
+  static std::string index() { return (*dir) / "index"; }
+  static TempDir* dir;
+};
+TempDir* TaskEnv::dir = nullptr;
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new TaskEnv);
+
+std::vector<std::string> task_names() {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(tasks_dir()))
+    if (fs::exists(e.path() / "expected.json")) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class Task : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Task, PlanClaimsOnlyAProvenFamily) {
+  if (torch_version().first == 0) GTEST_SKIP() << KWIKI_TEST_PYTHON << " has no torch: no proof can run (scripts/dev.sh installs python3-torch)";
+  const std::string task = tasks_dir() + "/" + GetParam();
+  const json expected = json::parse(test::read_text(task + "/expected.json"));
+  TempDir dir;
+  const std::string ws = dir / "ws";
+  const RunResult plan = run_kwiki({"plan", "--task", task, "--gpu", "H200", "--workspace", ws, "--index", TaskEnv::index(), "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.out << plan.err;
+  const json j = json::parse(plan.out);
+  const std::string claimed = j["pattern"]["name"];
+  const json proof = json::parse(test::read_text(ws + "/plans/proof.json"));
+  const bool runnable = !expected.contains("requires_torch") || at_least(expected["requires_torch"]);
+  const std::string notes = j["notes"].dump();
+  if (!runnable) {
+    EXPECT_EQ(claimed, "unknown") << "no family may be claimed without a proof";
+    EXPECT_NE(notes.find("unproven"), std::string::npos) << notes;
+    return;
+  }
+  if (expected["family"].is_string()) {
+    ASSERT_EQ(claimed, expected["family"].get<std::string>()) << "proof: " << proof.dump(1).substr(0, 3000);
+    const RunResult base = run_kwiki({"baseline", "--workspace", ws, "--device", "cpu", "--no-commit", "--json"});
+    ASSERT_EQ(base.exit_code, 0) << base.out.substr(0, 2000) << base.err << test::read_text(ws + "/profiles/v0/test_kernel.log").substr(0, 3000);
+    EXPECT_EQ(json::parse(base.out)["status"], "PASS");
+    const std::string cmd = test::shell_quote(KWIKI_TEST_PYTHON) + " " + test::shell_quote(std::string(KWIKI_SOURCE_DIR) + "/tests/evaluator_import.py") + " " +
+                            test::shell_quote(ws) + " > " + test::shell_quote(dir / "eval.log") + " 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << test::read_text(dir / "eval.log");
+    return;
+  }
+  EXPECT_EQ(claimed, "unknown") << "a near miss was claimed: " << proof.dump(1).substr(0, 3000);
+  EXPECT_NE(notes.find("no V0"), std::string::npos) << notes;
+  if (expected.contains("near_miss") && expected["near_miss"].is_string()) {
+    const std::string near = expected["near_miss"];
+    const std::string differs = expected.value("differs", "");
+    bool found = false;
+    for (const auto& f : proof["families"]) {
+      if (f["family"] != near) continue;
+      found = true;
+      EXPECT_FALSE(f["proven"].get<bool>());
+      const std::string why = f["why"];
+      if (differs == "interface") EXPECT_NE(why.find("does not fit"), std::string::npos) << near << ": " << why;
+      else if (!differs.empty()) EXPECT_NE(why.find(differs), std::string::npos) << near << " should name output " << differs << ": " << why;
+    }
+    EXPECT_TRUE(found) << near << " was not tried";
+  }
+  // And nothing is built for it: baseline without --kernel refuses, after writing kernel_abi.h.
+  const RunResult base = run_kwiki({"baseline", "--workspace", ws, "--device", "cpu", "--no-commit", "--json"});
+  EXPECT_EQ(base.exit_code, 2) << base.out;
+  EXPECT_TRUE(fs::exists(ws + "/kernel_abi.h"));
+  EXPECT_FALSE(fs::exists(ws + "/kernel.cu"));
+  EXPECT_FALSE(fs::exists(ws + "/build/kernel_cpu.so"));
+}
+
+INSTANTIATE_TEST_SUITE_P(DataTasks, Task, ::testing::ValuesIn(task_names()), [](const auto& info) {
+  std::string name = info.param;
+  for (auto& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+});
+
+TEST(Tasks, AtLeastFortyWithExpectedOutcomes) { EXPECT_GE(task_names().size(), 40u); }
+
+// A task with no family (a RoPE variant): the user's CUDA kernel against the launcher kwiki wrote,
+// and the user's Python Model through the same harness.
+class UserCandidate : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (torch_version().first == 0) GTEST_SKIP() << KWIKI_TEST_PYTHON << " has no torch (scripts/dev.sh installs python3-torch)";
+    task_ = std::string(KWIKI_SOURCE_DIR) + "/tests/data/rope_user_kernel";
+    ws_ = dir_ / "ws";
+    const RunResult plan = run_kwiki({"plan", "--task", task_, "--gpu", "H200", "--workspace", ws_, "--index", TaskEnv::index(), "--json"});
+    ASSERT_EQ(plan.exit_code, 0) << plan.err;
+    ASSERT_EQ(json::parse(plan.out)["pattern"]["name"], "unknown");
+    // No family: kwiki writes the launcher signature it derived from the trace, and builds nothing.
+    const RunResult none = run_kwiki({"baseline", "--workspace", ws_, "--no-commit"});
+    ASSERT_EQ(none.exit_code, 2) << none.out;
+    abi_ = test::read_text(ws_ + "/kernel_abi.h");
+  }
+  TempDir dir_;
+  std::string task_, ws_, abi_;
+};
+
+TEST_F(UserCandidate, CudaKernelAgainstTheWrittenLauncherCompilesForSm90a) {
+  EXPECT_NE(abi_.find("tensors[0] = x (input, bf16) [dims[0], dims[1], dims[2]]"), std::string::npos) << abi_;
+  EXPECT_NE(abi_.find("tensors[1] = positions (input, int64) [dims[3]]"), std::string::npos) << abi_;
+  EXPECT_NE(abi_.find("tensors[2] = inv_freq (parameter, fp32)"), std::string::npos) << abi_;
+  EXPECT_NE(abi_.find("tensors[3] = out (output: write it, bf16)"), std::string::npos) << abi_;
+  if (std::system("command -v nvcc > /dev/null 2>&1") != 0 && !fs::exists("/usr/local/cuda/bin/nvcc"))
+    GTEST_SKIP() << "no nvcc here: the kernel cannot be compiled (the CUDA toolkit is outside Debian main)";
+  const RunResult r = run_kwiki({"baseline", "--workspace", ws_, "--kernel", task_ + "/user_kernel.cu", "--no-commit", "--json"});
+  const json j = json::parse(r.out);
+  ASSERT_TRUE(j["compiled"].get<bool>()) << r.out << test::read_text(ws_ + "/profiles/v0/build.log");
+  EXPECT_EQ(j["static_evidence"]["target"], "sm_90a");
+  if (std::system("nvidia-smi -L > /dev/null 2>&1") == 0) {
+    EXPECT_EQ(r.exit_code, 0) << r.out << test::read_text(ws_ + "/profiles/v0/test_kernel.log");
+    EXPECT_EQ(j["status"], "PASS");
+  } else {
+    EXPECT_EQ(r.exit_code, 5) << r.out;  // built, not measured: no GPU here
+  }
+}
+
+TEST_F(UserCandidate, PythonModelIsCheckedAgainstTheReferenceOnTheCpu) {
+  const RunResult r = run_kwiki({"baseline", "--workspace", ws_, "--kernel", task_ + "/user_model.py", "--device", "cpu", "--no-commit", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << test::read_text(ws_ + "/profiles/v0/test_kernel.log");
+  EXPECT_EQ(json::parse(r.out)["status"], "PASS");
+  // A wrong Model fails the same harness.
+  test::write_text(dir_ / "wrong.py", test::read_text(task_ + "/user_model.py") + "\n_forward = Model.forward\nModel.forward = lambda self, x, positions: _forward(self, x, positions) * 1.5\n");
+  const RunResult wrong = run_kwiki({"baseline", "--workspace", ws_, "--kernel", dir_ / "wrong.py", "--device", "cpu", "--no-commit", "--json"});
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.out;
+  EXPECT_EQ(json::parse(wrong.out)["status"], "MISMATCH");
+}
+
+}  // namespace
+}  // namespace kwiki
