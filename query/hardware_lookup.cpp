@@ -150,37 +150,42 @@ std::vector<FactAnswer> lookup_fields(const Store& store, const Record& sheet, c
     if (bandwidth) out.push_back(make(*bandwidth));
     return out;
   }
-  for (const auto& f : facts) {
-    if (f.path.rfind("unavailable.", 0) == 0) continue;
-    if (f.path == field || (f.path.size() > field.size() && f.path.rfind(field + ".", 0) == 0)) out.push_back(make(f));
-  }
+  // A field's own facts; when it has none, its `unavailable` entry (null value, the reason).
+  auto answer_field = [&](const std::string& path) {
+    std::vector<FactAnswer> found;
+    for (const auto& f : facts) {
+      if (f.path.rfind("unavailable.", 0) == 0) continue;
+      if (f.path == path || (f.path.size() > path.size() && f.path.rfind(path + ".", 0) == 0)) found.push_back(make(f));
+    }
+    if (found.empty()) {
+      for (const auto& f : facts) {
+        if (f.path != "unavailable." + path && f.path != "unavailable." + path.substr(0, path.rfind('.')) + ".*") continue;
+        FactAnswer a = make(f);
+        a.field = path;
+        a.value = nullptr;
+        a.unit.clear();
+        a.derivation = nlohmann::json::parse(f.value_json).get<std::string>();
+        found.push_back(std::move(a));
+        break;
+      }
+    }
+    return found;
+  };
+  out = answer_field(field);
   // The other vendor's word for the field: answered with this sheet's own field, said so.
   const bool answered = std::any_of(out.begin(), out.end(), [](const FactAnswer& a) { return !a.value.is_null(); });
-  if (!answered) {
-    if (auto counterpart = counterpart_field(field)) {
-      std::vector<FactAnswer> aliased;
-      for (const auto& f : facts) {
-        if (f.path != counterpart->first) continue;
-        FactAnswer a = make(f);
-        a.derivation = std::string(kFieldAliasMarker) + field + " is answered by " + (sheet.vendor == "amd" ? "AMD" : "NVIDIA") + " sheets as " + f.path +
-                       " (" + counterpart->second + ")";
-        aliased.push_back(std::move(a));
-      }
-      if (!aliased.empty()) return aliased;
-    }
+  if (answered) return out;
+  auto counterpart = counterpart_field(field);
+  if (!counterpart) return out;
+  std::vector<FactAnswer> aliased = answer_field(counterpart->first);
+  if (aliased.empty()) return out;
+  const std::string why = field + " is answered by " + (sheet.vendor == "amd" ? "AMD" : "NVIDIA") + " sheets as " + counterpart->first + " (" +
+                          counterpart->second + ")";
+  for (auto& a : aliased) {
+    // A recorded value carries the alias as provenance.alias; an unrecorded one says it in its reason.
+    a.derivation = a.value.is_null() ? a.derivation + " [" + why + "]" : std::string(kFieldAliasMarker) + why;
   }
-  if (out.empty()) {
-    for (const auto& f : facts) {
-      if (f.path != "unavailable." + field && f.path != "unavailable." + field.substr(0, field.rfind('.')) + ".*") continue;
-      FactAnswer a = make(f);
-      a.field = field;
-      a.value = nullptr;
-      a.unit.clear();
-      a.derivation = nlohmann::json::parse(f.value_json).get<std::string>();
-      out.push_back(std::move(a));
-      break;
-    }
-  }
+  return aliased;
   return out;
 }
 

@@ -38,7 +38,9 @@ wiki, dest = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 cpp = re.compile(r'^\s*#\s*include\b|__global__|__device__', re.M)
 include = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.M)
 # Headers a snippet may need beyond the compilers' own (HIP 5.2 on Debian lacks ROCm 6's hip_bf16.h).
-search_dirs = [pathlib.Path(p) for p in ('/usr/include', '/usr/local/cuda/include', '/usr/local/cuda/targets/x86_64-linux/include')]
+# CUDA 13 keeps CUB/Thrust/libcu++ under include/cccl, which nvcc adds to its search path.
+search_dirs = [pathlib.Path(p) for p in ('/usr/include', '/usr/local/cuda/include', '/usr/local/cuda/include/cccl',
+                                        '/usr/local/cuda/targets/x86_64-linux/include', '/usr/local/cuda/targets/x86_64-linux/include/cccl')]
 def absent_header(text):
     for h in include.findall(text):
         if '/' in h and (h.startswith('hip/') or h.startswith('cuda/') or h.startswith('cub/') or h.startswith('cooperative_groups/')):
