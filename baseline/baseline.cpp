@@ -349,6 +349,7 @@ void run(Context& c) {
   ProcessSpec harness;
   harness.argv = {python, "test_kernel.py", "--version", "v0", "--device", c.cpu ? "cpu" : "cuda"};
   if (!shapes.empty()) harness.argv.insert(harness.argv.end(), {"--shapes", shapes});
+  if (!c.request.timing) harness.argv.push_back("--no-timing");
   harness.cwd = c.ws.string();
   harness.set_env = {{"KWIKI_KERNEL_SO", (c.ws / "build" / "kernel.so").string()},
                      {"KWIKI_TWIN_SO", (c.ws / "build" / "kernel_cpu.so").string()},
@@ -383,6 +384,7 @@ void run(Context& c) {
   for (const auto& f : r.result_json["failures"])
     if (f["status"] != "MISMATCH") r.status = f["status"];
   r.exit_code = r.status == "PASS" ? 0 : 1;
+  if (!c.cpu && !c.request.timing) r.not_measured_because = "--no-timing: checked for correctness only";
   if (c.cpu) {
     r.not_measured_because = "--device cpu: the CPU twin was checked for correctness; nothing was timed";
     r.notes.push_back("CPU twin through the harness: " + r.status + " (correctness only)");

@@ -565,6 +565,8 @@ int main(int argc, char** argv) {
   baseline->add_option("--timeout", baseline_request.timeout_sec, "seconds per case before TIMEOUT_FAIL (1 to 86400, default 30)")
       ->check(whole_in(1, 86400));
   baseline->add_flag("--no-commit", no_commit, "do not commit in the workspace");
+  bool no_timing = false;
+  baseline->add_flag("--no-timing", no_timing, "check correctness only (say, while other work shares the GPU); nothing is timed");
   baseline->footer("Exit: 0 measured and correct, 1 ran but incorrect, 2 usage or input error, 4 build or runtime failure, 5 built but not measured (no suitable device).");
 
   kwiki::UtilRequest util_request;
@@ -618,6 +620,7 @@ int main(int argc, char** argv) {
     if (*feedback) return run_feedback(fb_query, fb_id, fb_outcome, index_option, out);
     if (*baseline) {
       baseline_request.commit = !no_commit;
+      baseline_request.timing = !no_timing;
       return run_baseline_command(baseline_request, baseline_shapes, out);
     }
     if (*util) {

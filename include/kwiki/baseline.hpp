@@ -20,6 +20,7 @@ struct BaselineRequest {
   std::vector<std::string> shape_ids; ///< --shapes (all when empty)
   bool allow_other_device = false;    ///< run on a GPU other than the plan's product, labelling figures
   int timeout_sec = 30;               ///< per case (TEST_TIMEOUT_SEC)
+  bool timing = true;                 ///< false: correctness only (--no-timing), e.g. many baselines sharing one GPU
   bool commit = true;                 ///< commit "V0: baseline kernel" in the workspace
 };
 
