@@ -87,9 +87,17 @@ void report_stage(Context& c) {
   };
 
   std::string report = "# Baseline report: " + plan["task"]["name"].get<std::string>() + " on " + product + " (V0)\n\n";
-  report += "- kernel: `" + kernel_path.filename().string() + "` (" + (request.kernel_file.empty() ? "kwiki template for " + pattern : "user kernel " + request.kernel_file) +
-            "), shim `kernel.py`, harness `test_kernel.py`, reference `reference.py`\n";
-  report += "- target: " + target + "; compiled: " + (result.compiled ? "yes" : "no") + "; status: **" + result.status + "**\n";
+  std::string candidate;
+  switch (c.candidate) {
+    case Candidate::kTemplate:
+      candidate = c.cpu ? "the " + c.family + " family's CPU twin (build/kernel_cpu.so)" : "`" + kernel_path.filename().string() + "` (kwiki template for " + pattern + ")";
+      break;
+    case Candidate::kUserGpu: candidate = "`" + kernel_path.filename().string() + "` (your kernel, from " + request.kernel_file + ")"; break;
+    case Candidate::kUserPython: candidate = "`" + c.python_model.filename().string() + "` (your Python Model, from " + request.kernel_file + ")"; break;
+  }
+  report += "- candidate: " + candidate + ", behind `" + (c.candidate == Candidate::kUserPython ? c.python_model.filename().string() : std::string("kernel.py")) +
+            "`; harness `test_kernel.py`; reference `reference.py`\n";
+  report += "- target: " + (c.cpu ? std::string("cpu") : target) + "; compiled: " + (result.compiled ? "yes" : "no") + "; status: **" + result.status + "**\n";
   report += "- device: " + (device_label.empty() ? "none used (not measured: " + result.not_measured_because + ")" : device_label) + "\n";
   if (rj.is_object() && rj.contains("environment")) report += "- environment: `" + rj["environment"].dump() + "`\n";
   report += "\n## Reference semantics\n\nPattern " + pattern + ", dtype " + dtype + "; see plans/v0_plan.md for inputs, outputs and the roofline.\n";
