@@ -175,6 +175,7 @@ int run_stats(const std::string& index_option, const OutputFlags& out) {
     j["by_type"] = st.by_type;
     j["by_vendor"] = st.by_vendor;
     j["by_arch"] = st.by_arch;
+    j["topics_by_arch"] = st.topics_by_arch;
     ordered_json roots = ordered_json::array();
     for (const auto& r : st.roots) roots.push_back({{"store", r.store}, {"path", r.path}, {"records", r.records}});
     j["roots"] = roots;
@@ -195,6 +196,12 @@ int run_stats(const std::string& index_option, const OutputFlags& out) {
   section("by type", st.by_type);
   section("by vendor", st.by_vendor);
   section("by arch", st.by_arch);
+  std::printf("topics (operator families) by arch:\n");
+  for (const auto& [arch, topics] : st.topics_by_arch) {
+    std::string line;
+    for (const auto& [topic, n] : topics) line += (line.empty() ? "" : ", ") + topic + " " + std::to_string(n);
+    std::printf("  %-10s %s\n", arch.c_str(), line.c_str());
+  }
   std::printf("integrity: %s\n", problems.empty() ? "ok (store quick_check, record checksums, full-text manifest, Xapian check)" : "DAMAGED");
   return status;
 }

@@ -155,6 +155,12 @@ StoreStats Store::stats() const {
   count_by("arch", st.by_arch);
   count_by("source", st.by_source);
   for (const auto& [k, v] : st.by_store) st.records += v;
+  {
+    detail::Statement t(impl_->db,
+                        "SELECT coalesce(arch,'-'),operator_family,count(*) FROM records WHERE operator_family IS NOT NULL AND operator_family<>'' "
+                        "GROUP BY 1,2 ORDER BY 1,2");
+    while (t.step()) st.topics_by_arch[t.text(0)][t.text(1)] = static_cast<std::size_t>(sqlite3_column_int64(t.get(), 2));
+  }
   detail::Statement r(impl_->db, "SELECT store,path,records FROM roots ORDER BY rowid");
   while (r.step()) st.roots.push_back({r.text(0), r.text(1), static_cast<std::size_t>(sqlite3_column_int64(r.get(), 2))});
   return st;

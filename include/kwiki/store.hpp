@@ -21,6 +21,8 @@ struct StoreStats {
   std::size_t records = 0;
   std::size_t warnings = 0;
   std::map<std::string, std::size_t> by_store, by_type, by_vendor, by_arch, by_source;
+  /// Topics per architecture: architecture -> operator family -> records.
+  std::map<std::string, std::map<std::string, std::size_t>> topics_by_arch;
   struct Root {
     std::string store, path;
     std::size_t records = 0;
