@@ -1,0 +1,8 @@
+import torch
+
+
+def _make_inputs(num_tokens, hidden_size, seed=0, device="cuda"):
+    g = torch.Generator(device=device).manual_seed(seed)
+    hidden_states = torch.randn(num_tokens, hidden_size, generator=g, device=device).to(torch.bfloat16)
+    residual = torch.randn(num_tokens, hidden_size, generator=g, device=device).to(torch.bfloat16)
+    return {"hidden_states": hidden_states, "residual": residual}

@@ -1,0 +1,6 @@
+import torch
+
+
+def _make_inputs(batch_size, seq_len, hidden_size):
+    torch.manual_seed(0)
+    return {"hidden_states": torch.randn(batch_size, seq_len, hidden_size, device="cuda", dtype=torch.bfloat16)}

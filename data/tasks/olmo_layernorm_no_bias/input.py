@@ -1,0 +1,6 @@
+import torch
+
+
+def _make_inputs(batch_size, seq_len, d_model, seed=0, device="cuda"):
+    g = torch.Generator(device=device).manual_seed(seed)
+    return {"x": torch.randn(batch_size, seq_len, d_model, generator=g, device=device).to(torch.bfloat16)}

@@ -1,0 +1,7 @@
+import torch
+
+
+def _make_inputs(batch_size, seq_len, d_model, seed=0, device="cuda"):
+    g = torch.Generator(device=device).manual_seed(seed)
+    hidden_states = torch.randn(batch_size, seq_len, d_model, generator=g, device=device)
+    return {"hidden_states": hidden_states.to(torch.bfloat16)}

@@ -1,0 +1,8 @@
+import torch
+
+
+def _make_inputs(num_tokens, hidden_size, seed=0, device="cuda"):
+    torch.manual_seed(seed)
+    x = torch.randn(num_tokens, hidden_size, dtype=torch.bfloat16, device=device)
+    residual = torch.randn_like(x)
+    return {"x": x, "residual": residual}
