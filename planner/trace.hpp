@@ -75,8 +75,8 @@ struct TraceOptions {
 
 /// Runs the reference of a benchmark task per shape (trace_task.py, embedded), in its own
 /// process group with a scrubbed environment, killed at the deadline. Fills each ShapeCase's
-/// inputs/outputs from the given sizes' run. Never throws for the task's behaviour (failures
-/// are in the Trace); throws kwiki::Error kBadInput when the task's modules do not import.
+/// inputs/outputs from the given sizes' run. Never throws for the task's behaviour: a module that
+/// does not import, a reference that raises, a deadline passed are all in the Trace.
 Trace trace_task(Task& task, const TraceOptions& options);
 
 /// A traced tensor's data as floats / integers (the file's values; empty when not saved).

@@ -212,6 +212,7 @@ def main():
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--no-timing", action="store_true")
     ap.add_argument("--fixed-seed-only", action="store_true", help="only the fixed seed (a timing pass after a correctness pass)")
+    ap.add_argument("--in-process", action="store_true", help="run the cases in this process (no per-case timeout): a timing pass")
     ap.add_argument("--device", default=os.environ.get("KWIKI_DEVICE", "cuda"), choices=["cuda", "cpu"])
     ap.add_argument("--case", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -234,6 +235,15 @@ def main():
             cmd = [sys.executable, os.path.abspath(__file__), "--case", "%s:%d" % (shape, seed), "--device", args.device]
             if i > 0 or args.no_timing:
                 cmd.append("--no-timing")  # time once per shape, on the fixed seed
+            if args.in_process:
+                # A timing pass after a correctness pass: every shape in this process (no import per case).
+                try:
+                    case = run_case(shape, seed, not (i > 0 or args.no_timing), args.device)
+                except Exception as e:
+                    case = {"shape": shape, "seed": seed, "status": "RUNTIME_FAIL", "messages": ["%s: %s" % (type(e).__name__, e)]}
+                print("[test_kernel] %-24s seed %-11s %s %s" % (shape, seed, case["status"], "; ".join(case.get("messages", []))), flush=True)
+                cases.append(case)
+                continue
             try:
                 out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=HERE).stdout
                 line = [l for l in out.splitlines() if l.startswith("[case] ")]

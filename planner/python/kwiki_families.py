@@ -68,8 +68,10 @@ def compare(name, got, want):
 class Structure:
     """What a reference takes and returns, as one traced call shows it."""
 
-    def __init__(self, inputs, params, outputs, form, updated, scalars, init_kwargs):
-        self.inputs = list(inputs)      # (name, value) in forward's order
+    def __init__(self, inputs, params, outputs, form, updated, scalars, init_kwargs, read=None):
+        # Tensor inputs whose data no op read (used only for their shape or device) are left out:
+        # a kernel needs no pointer to them.
+        self.inputs = [(n, v) for n, v in inputs if read is None or not torch.is_tensor(v) or n in read]  # (name, value) in forward's order
         self.params = list(params)      # (name, tensor): parameters and buffers
         self.outputs = list(outputs)    # (name, tensor)
         self.form = form                # tensor | tuple | dict
@@ -94,12 +96,17 @@ class Structure:
         return sorted(set(found)) or [1e-6, 1e-5]
 
 
-def the_activation(s):
-    """The floating input with the most elements (the tensor a row family runs over)."""
+def activations(s):
+    """The floating inputs a family may run over, the largest first."""
     floats = [(n, v) for n, v in s.float_inputs() if v.dim() >= 1]
     if not floats:
         raise NoFit("takes no floating-point tensor")
-    return max(floats, key=lambda nv: nv[1].numel())
+    return sorted(floats, key=lambda nv: -nv[1].numel())
+
+
+def the_activation(s):
+    """The floating input with the most elements (the tensor a row family runs over)."""
+    return activations(s)[0]
 
 
 def one_output(s, like=None, last=None, dtype=None):
@@ -148,13 +155,26 @@ class RowNorm:
 
     def bind(self, s):
         xs, x = the_activation(s)
-        h = x.shape[-1]
         out_name, _ = one_output(s, like=x, dtype=x.dtype)
-        weights = vectors_of(s, h, exclude=[("input", xs)])
-        if not weights:
-            raise NoFit("has no weight of %d elements" % h)
+        # The normalized rows are the weight's length: the last dim, or a part of it (per-head
+        # norms of [tokens, heads * head_dim] rows, a view the reference makes).
+        sizes = sorted({v.numel() for src, v in s.sources() if is_float(v) and v.dim() == 1 and src != ("input", xs)
+                        and v.numel() > 1 and x.shape[-1] % v.numel() == 0}, reverse=True)
+        if not sizes:
+            raise NoFit("has no weight of %d elements (or of a divisor of it)" % x.shape[-1])
+        found, misfits = [], []
+        for h in sizes:
+            try:
+                found += self._bind_rows(s, xs, out_name, h)
+            except NoFit as e:
+                misfits.append(str(e))
+        if not found:
+            raise NoFit(misfits[0])
+        return found
+
+    def _bind_rows(self, s, xs, out_name, h):
         found = []
-        for wsrc, _ in weights:
+        for wsrc, _ in vectors_of(s, h, exclude=[("input", xs)]):
             biases = vectors_of(s, h, exclude=[("input", xs), wsrc]) if self.bias else [(None, None)]
             if not biases:
                 raise NoFit("has no bias of %d elements (the family adds one)" % h)
@@ -170,9 +190,11 @@ class RowNorm:
 
     def prepare(self, b, get):
         x = get(b["roles"]["x"]).contiguous()
+        w = get(b["roles"]["weight"])
+        h = w.numel()  # the row: the weight's length (the last dim, or a head within it)
         out = empty(x.shape, x.dtype, x.device)
-        tensors = [x, get(b["roles"]["weight"])] + ([get(b["roles"]["bias"])] if self.bias else []) + [out]
-        return tensors, [rows(x), x.shape[-1]], [b["params"]["eps"]], {"out": out}
+        tensors = [x, w] + ([get(b["roles"]["bias"])] if self.bias else []) + [out]
+        return tensors, [x.numel() // h, h], [b["params"]["eps"]], {"out": out}
 
 
 class FusedAddRmsNorm:
@@ -317,11 +339,16 @@ class Gemm:
     name = "gemm"
 
     def bind(self, s):
-        xs, x = the_activation(s)
+        found = []
+        for xs, x in activations(s):
+            found += self._bind_x(s, xs, x)
+        if not found:
+            raise NoFit("no input, [N, K] weight, bias and output of the family's shapes fit together (a [K, N] weight is not its layout)")
+        return found
+
+    def _bind_x(self, s, xs, x):
         k = x.shape[-1]
         mats = [(src, v) for src, v in s.sources() if is_float(v) and v.dim() == 2 and v.shape[1] == k and src != ("input", xs)]
-        if not mats:
-            raise NoFit("has no [N, %d] weight (a [K, N] weight is not the family's layout)" % k)
         found = []
         for wsrc, w in mats:
             if w.dtype != x.dtype:
@@ -341,8 +368,6 @@ class Gemm:
                 if bsrc:
                     roles["bias"] = bsrc
                 found.append({"roles": roles, "params": {}, "outputs": {"out": out_name}})
-        if not found:
-            raise NoFit("no weight, bias and output of the family's shapes fit together")
         return found
 
     def prepare(self, b, get):

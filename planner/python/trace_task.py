@@ -263,6 +263,31 @@ def graph_scalars(ops):
     return found
 
 
+# Ops that read a tensor's metadata only (its shape, dtype, device), never its data.
+METADATA_ONLY = {"empty_like", "zeros_like", "ones_like", "full_like", "new_empty", "new_zeros", "new_ones", "new_full", "sym_size",
+                 "sym_stride", "size", "stride", "dim"}
+
+
+def names_read(ops):
+    """The tensor names whose data some recorded op reads."""
+    found = set()
+
+    def walk(v):
+        if isinstance(v, dict) and "t" in v:
+            found.add(v["t"])
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    for op in ops:
+        name = op["op"].split(".")[1] if op["op"].count(".") >= 1 else op["op"]
+        if name in METADATA_ONLY:
+            continue
+        walk(op["args"])
+        walk(list(op.get("kwargs", {}).values()))
+    return found
+
+
 def small_run(factory, reference, spec, out_dir, shape_index, twin):
     import torch
     init, kw = spec["init_kwargs"], spec["input_kwargs"]
@@ -314,7 +339,8 @@ def small_run(factory, reference, spec, out_dir, shape_index, twin):
         lib, families = twin
         structure = kwiki_families.Structure([(k, before[k]) for k in inputs], params, outs, form,
                                              [k for k in inputs if torch.is_tensor(inputs[k]) and inputs[k]._version != versions[k]],
-                                             graph_scalars(recorder.ops), init_s)
+                                             graph_scalars(recorder.ops), init_s,
+                                             None if recorder.truncated else names_read(recorder.ops))
         updated_after = {k: inputs[k] for k in inputs if torch.is_tensor(inputs[k]) and inputs[k]._version != versions[k]}
         record["proof"] = kwiki_families.prove(lib, structure, before, outs, updated_after, families)
     return record
