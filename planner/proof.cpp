@@ -92,8 +92,20 @@ ProofResult decide_family(const Trace& trace, const std::string& only, const std
         if (v.why.empty()) v.why = "its twin differs from the reference on shape \"" + s.id + "\": " + differing(*result);
         continue;
       }
-      // The roles every shape binds must agree; an optional one (gemm's bias) may come and go.
-      json these = result->value("binding", json()).value("roles", json::object());
+      // The roles and constants every shape binds must agree (an optional role, gemm's bias, may
+      // come and go; a constant read per call from its source, or derived per call, may differ).
+      const json binding = result->value("binding", json());
+      json these = binding.value("roles", json::object());
+      json constants = binding.value("params", json::object());
+      for (const auto& key : binding.value("symbolic", json::array())) constants.erase(key.get<std::string>());
+      std::vector<std::string> drop;
+      for (const auto& [key, value] : constants.items()) {
+        if (key.size() <= 5 || !key.ends_with("_from")) continue;
+        drop.push_back(key);
+        if (!value.is_null()) drop.push_back(key.substr(0, key.size() - 5));
+      }
+      for (const auto& key : drop) constants.erase(key);
+      these["(constants)"] = constants;
       std::istringstream optional(row.optional_roles);
       for (std::string role; optional >> role;) {
         if (these.contains(role) && !v.binding["roles"].contains(role)) v.binding["roles"][role] = these[role];
@@ -102,7 +114,7 @@ ProofResult decide_family(const Trace& trace, const std::string& only, const std
       if (roles.is_null()) roles = these;
       else if (roles != these) {
         v.proven = false;
-        v.why = "binds the reference's tensors differently on shape \"" + s.id + "\"";
+        v.why = "binds the reference's tensors or constants differently on shape \"" + s.id + "\" (" + these.dump() + " against " + roles.dump() + ")";
       }
     }
     if (v.proven && !r.chosen) {
@@ -119,7 +131,7 @@ ProofResult decide_family(const Trace& trace, const std::string& only, const std
     if (!near)
       for (const auto& v : r.verdicts)
         if (v.fits && (!near || v.worst_abs < near->worst_abs)) near = &v;
-    if (near) r.near_miss = near->family + " " + near->why;
+    if (near) r.near_miss = near->family + ": " + near->why;
   }
   return r;
 }

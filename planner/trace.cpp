@@ -239,7 +239,8 @@ Trace trace_task(Task& task, const TraceOptions& options) {
     end = start == std::string::npos ? 0 : start;
   }
   if (!doc.is_object()) {
-    trace.skipped_because = trace.python + " printed no trace (exit " + std::to_string(run.exit_code) + "): " + run.err.substr(0, 400);
+    trace.skipped_because = trace.python + " printed no trace that parses (exit " + std::to_string(run.exit_code) + "): " +
+                            (run.err.empty() ? run.out.substr(0, 200) : run.err.substr(run.err.size() > 400 ? run.err.size() - 400 : 0));
     return trace;
   }
   trace.python = doc.value("python", trace.python);

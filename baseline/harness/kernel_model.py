@@ -68,6 +68,10 @@ class Model(torch.nn.Module):
         # The reference owns the parameters, so both compute with identical weights.
         self.ref = _reference.Model(*args, **kwargs)
         self._output_specs = {}
+        # The init arguments, for a binding that reads a per-call number from one (a top-k).
+        init = inspect.signature(_reference.Model.__init__).bind(None, *args, **kwargs)
+        init.apply_defaults()
+        self._init_arguments = dict(init.arguments)
 
     def _arguments(self, args, kwargs):
         bound = _SIGNATURE.bind(self.ref, *args, **kwargs)
@@ -111,7 +115,7 @@ class Model(torch.nn.Module):
         else:
             held = dict(self.ref.named_parameters())
             held.update(dict(self.ref.named_buffers()))
-            get = lambda src: (arguments if src[0] == "input" else held).get(src[1])
+            get = lambda src: (arguments if src[0] == "input" else held if src[0] == "param" else self._init_arguments).get(src[1])
             tensors, dims, params, outs = _families.FAMILIES[family].prepare(BINDING, get)
             device = next(t.device for t in tensors if t is not None)
             binding = BINDING

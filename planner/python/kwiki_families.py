@@ -69,9 +69,8 @@ class Structure:
     """What a reference takes and returns, as one traced call shows it."""
 
     def __init__(self, inputs, params, outputs, form, updated, scalars, init_kwargs, read=None):
-        # Tensor inputs whose data no op read (used only for their shape or device) are left out:
-        # a kernel needs no pointer to them.
-        self.inputs = [(n, v) for n, v in inputs if read is None or not torch.is_tensor(v) or n in read]  # (name, value) in forward's order
+        self.inputs = list(inputs)      # (name, value) in forward's order
+        self.read = read                # the tensor names some recorded op read (None: unknown)
         self.params = list(params)      # (name, tensor): parameters and buffers
         self.outputs = list(outputs)    # (name, tensor)
         self.form = form                # tensor | tuple | dict
@@ -84,6 +83,18 @@ class Structure:
 
     def float_inputs(self):
         return [(n, v) for n, v in self.inputs if is_float(v)]
+
+    def without_unread(self):
+        """The same call without the tensor inputs no recorded op read (used for their shape or
+        device only), or None when there are none: a kernel needs no pointer to them. Reads that
+        bypass the dispatcher (.tolist()) are invisible here, so this is tried only second."""
+        if self.read is None:
+            return None
+        kept = [(n, v) for n, v in self.inputs if not torch.is_tensor(v) or n in self.read]
+        if len(kept) == len(self.inputs):
+            return None
+        other = Structure(kept, self.params, self.outputs, self.form, self.updated, self.scalars, self.init_kwargs)
+        return other
 
     def sources(self):
         """Every tensor a role may come from: ("input", name) and ("param", name)."""
@@ -104,6 +115,32 @@ def activations(s):
     return sorted(floats, key=lambda nv: -nv[1].numel())
 
 
+def scalar_source(s, accept, names=None):
+    """Where a per-call number comes from: a non-tensor input, else an init argument, whose value
+    `accept` takes (and, with `names`, whose name is one of them); None when neither has one."""
+    for kind, items in (("input", s.inputs), ("init", list(s.init_kwargs.items()))):
+        for n, v in items:
+            if not torch.is_tensor(v) and accept(v) and (names is None or n in names):
+                return [kind, n]
+    return None
+
+
+def eps_source(s, eps):
+    """The argument an epsilon comes from (it may differ per shape), or None for a constant."""
+    return scalar_source(s, lambda v: isinstance(v, float) and not isinstance(v, bool) and v == eps)
+
+
+def value_of(s, source):
+    kind, name = source
+    return dict(s.inputs)[name] if kind == "input" else s.init_kwargs[name]
+
+
+def resolve(b, key, get):
+    """A binding's parameter: read per call from its source when it has one, else the constant."""
+    source = b["params"].get(key + "_from")
+    return get(tuple(source)) if source else b["params"][key]
+
+
 def the_activation(s):
     """The floating input with the most elements (the tensor a row family runs over)."""
     return activations(s)[0]
@@ -118,9 +155,9 @@ def one_output(s, like=None, last=None, dtype=None):
     if like is not None:
         want = tuple(like.shape[:-1]) + ((last,) if last is not None else tuple(like.shape[-1:]))
         if tuple(out.shape) != want:
-            raise NoFit("returns shape %s; the family returns %s" % (tuple(out.shape), want))
+            raise NoFit("returns %s of shape %s; the family returns %s" % (name, tuple(out.shape), want))
     if dtype is not None and out.dtype != dtype:
-        raise NoFit("returns %s where the family stores the input's %s" % (out.dtype, dtype))
+        raise NoFit("returns %s as %s where the family stores the input's %s" % (name, out.dtype, dtype))
     return name, out
 
 
@@ -185,7 +222,7 @@ class RowNorm:
                     roles = {"x": ("input", xs), "weight": wsrc}
                     if bsrc:
                         roles["bias"] = bsrc
-                    found.append({"roles": roles, "params": {"eps": eps}, "outputs": {"out": out_name}})
+                    found.append({"roles": roles, "params": {"eps": eps, "eps_from": eps_source(s, eps)}, "outputs": {"out": out_name}})
         return found
 
     def prepare(self, b, get):
@@ -194,7 +231,7 @@ class RowNorm:
         h = w.numel()  # the row: the weight's length (the last dim, or a head within it)
         out = empty(x.shape, x.dtype, x.device)
         tensors = [x, w] + ([get(b["roles"]["bias"])] if self.bias else []) + [out]
-        return tensors, [x.numel() // h, h], [b["params"]["eps"]], {"out": out}
+        return tensors, [x.numel() // h, h], [resolve(b, "eps", get)], {"out": out}
 
 
 class FusedAddRmsNorm:
@@ -219,7 +256,8 @@ class FusedAddRmsNorm:
                     if tuple(outs[out_name].shape) != tuple(x.shape) or outs[out_name].dtype != x.dtype:
                         continue
                     for eps in s.small_constants():
-                        found.append({"roles": {"x": ("input", xs), "residual": ("input", rs), "weight": wsrc}, "params": {"eps": eps},
+                        found.append({"roles": {"x": ("input", xs), "residual": ("input", rs), "weight": wsrc},
+                                      "params": {"eps": eps, "eps_from": eps_source(s, eps)},
                                       "outputs": {"out": out_name, "residual": res_name}, "in_place": rs in s.updated})
         if not found:
             raise NoFit("no pairing of x, residual and a weight fits the family")
@@ -231,7 +269,7 @@ class FusedAddRmsNorm:
         if not b.get("in_place"):
             residual = residual.clone()  # the reference leaves its residual as it was
         out = empty(x.shape, x.dtype, x.device)
-        return [x, residual, get(b["roles"]["weight"]), out], [rows(x), x.shape[-1]], [b["params"]["eps"]], {"out": out, "residual": residual}
+        return [x, residual, get(b["roles"]["weight"]), out], [rows(x), x.shape[-1]], [resolve(b, "eps", get)], {"out": out, "residual": residual}
 
 
 class RowMap:
@@ -269,7 +307,7 @@ class RowReduce:
         if tuple(out.shape) not in (tuple(x.shape[:-1]), kept):
             raise NoFit("returns shape %s; a reduction over the last dim returns %s" % (tuple(out.shape), tuple(x.shape[:-1])))
         if out.dtype != x.dtype:
-            raise NoFit("returns %s where the family stores the input's %s" % (out.dtype, x.dtype))
+            raise NoFit("returns %s as %s where the family stores the input's %s" % (out_name, out.dtype, x.dtype))
         keep = tuple(out.shape) == kept and x.dim() > 0
         return [{"roles": {"x": ("input", xs)}, "params": {"op": op, "keepdim": keep}, "outputs": {"out": out_name}} for op in (0, 1, 2)]
 
@@ -322,17 +360,21 @@ class MoeGating:
         if len(w) != 1 or len(ids) != 1 or tuple(w[0][1].shape) != tuple(ids[0][1].shape) or w[0][1].dim() != 2:
             raise NoFit("does not return fp32 weights and integer ids of one [tokens, k] shape")
         k = w[0][1].shape[1]
-        return [{"roles": {"gating": ("input", gs)}, "params": {"k": k, "renormalize": r}, "outputs": {"weights": w[0][0], "ids": ids[0][0]},
-                 "ids_dtype": str(ids[0][1].dtype).replace("torch.", "")} for r in (0, 1)]
+        # k and renormalize per call: from an argument when the reference takes them as one.
+        k_from = scalar_source(s, lambda v: isinstance(v, int) and not isinstance(v, bool) and v == k)
+        renorm_from = scalar_source(s, lambda v: isinstance(v, bool), names=("renormalize", "norm_topk_prob", "normalize"))
+        choices = [int(value_of(s, renorm_from))] if renorm_from else [0, 1]
+        return [{"roles": {"gating": ("input", gs)}, "params": {"k": k, "k_from": k_from, "renormalize": r, "renormalize_from": renorm_from},
+                 "outputs": {"weights": w[0][0], "ids": ids[0][0]}, "ids_dtype": str(ids[0][1].dtype).replace("torch.", "")} for r in choices]
 
     def prepare(self, b, get):
         g = get(b["roles"]["gating"]).contiguous()
         t, e = g.shape
-        k = b["params"]["k"]
+        k = int(resolve(b, "k", get))
         w = empty((t, k), torch.float32, g.device)
         ids = torch.empty((t, k), dtype=torch.int32, device=g.device)
         post = None if b["ids_dtype"] == "int32" else (lambda outs: dict(outs, ids=outs["ids"].to(torch.int64)))
-        return [g, w, ids], [t, e, k], [float(b["params"]["renormalize"])], {"weights": w, "ids": ids, "_post": post}
+        return [g, w, ids], [t, e, k], [float(resolve(b, "renormalize", get))], {"weights": w, "ids": ids, "_post": post}
 
 
 class Gemm:
@@ -399,7 +441,8 @@ class PagedDecodeAttention:
         scales = sorted(set([1.0 / math.sqrt(d)] + [float(v) for v in s.scalars if isinstance(v, float) and 0 < v < 1]))
         return [{"roles": {"query": ("input", qn), "key_cache": ("input", caches[0][0]), "value_cache": ("input", caches[1][0]),
                            "block_tables": ("input", tables[0][0]), "seq_lens": ("input", lens[0][0])},
-                 "params": {"scale": sc, "scale_is_rsqrt_d": abs(sc - 1.0 / math.sqrt(d)) < 1e-12}, "outputs": {"out": out_name}} for sc in scales]
+                 "params": {"scale": sc, "scale_is_rsqrt_d": abs(sc - 1.0 / math.sqrt(d)) < 1e-12}, "outputs": {"out": out_name},
+                 "symbolic": ["scale"] if abs(sc - 1.0 / math.sqrt(d)) < 1e-12 else []} for sc in scales]
 
     def prepare(self, b, get):
         r = b["roles"]
@@ -479,11 +522,22 @@ def prove(lib, structure, before, reference_outputs, updated_after, families):
         try:
             candidates = fam.bind(structure)
         except NoFit as e:
-            results.append({"family": name, "fits": False, "ok": False, "why": str(e)})
-            continue
+            reduced = structure.without_unread()
+            try:
+                if reduced is None:
+                    raise
+                candidates = fam.bind(reduced)
+            except NoFit:
+                results.append({"family": name, "fits": False, "ok": False, "why": str(e)})
+                continue
         best = None
         for b in candidates:
-            get = lambda src: (dict(before) if src[0] == "input" else dict(structure.params))[src[1]].clone()
+            def get(src, b=b):
+                kind, name = src
+                if kind == "init":
+                    return structure.init_kwargs[name]
+                value = (dict(before) if kind == "input" else dict(structure.params))[name]
+                return value.clone() if torch.is_tensor(value) else value
             try:
                 tensors, dims, params, outs = fam.prepare(b, get)
                 launch_twin(lib, name, tensors, dims, params)

@@ -8,6 +8,7 @@
 import importlib.util
 import inspect
 import json
+import math
 import os
 import signal
 import sys
@@ -346,6 +347,21 @@ def small_run(factory, reference, spec, out_dir, shape_index, twin):
     return record
 
 
+def strict(value):
+    """JSON has no infinities or NaN: an infinity becomes the largest double, NaN null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else math.copysign(sys.float_info.max, value)
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    return value
+
+
+def emit(out):
+    print(json.dumps(strict(out), allow_nan=False))
+
+
 def main():
     args = sys.argv[1:]
     twin_path, families = None, []
@@ -361,7 +377,7 @@ def main():
         import torch
     except Exception as e:
         out["skipped"] = "torch is not importable by %s (%s)" % (sys.executable, e)
-        print(json.dumps(out))
+        emit(out)
         return
     out["torch"] = torch.__version__
     out["cuda"] = bool(torch.cuda.is_available())
@@ -378,14 +394,14 @@ def main():
         from torch.utils._python_dispatch import TorchDispatchMode  # noqa: F401
     except Exception:
         out["skipped"] = "torch %s has no dispatch modes, so kwiki cannot record what the reference executes" % torch.__version__
-        print(json.dumps(out))
+        emit(out)
         return
     shapes = json.load(open(os.path.join(task_dir, "shapes.json")))
     try:
         reference, factory = load(task_dir, "reference"), load(task_dir, "input")
     except Exception as e:
         out["error"] = {"stage": "import", "message": "%s: %s" % (type(e).__name__, e), "detail": traceback.format_exc(limit=4)}
-        print(json.dumps(out))
+        emit(out)
         return
     for index, sid in enumerate(shape_ids):
         raw = shapes.get(sid) or {}
@@ -400,7 +416,7 @@ def main():
                 where = "input.py" if any(f.filename.endswith("input.py") for f in tb) and not any(f.filename.endswith("reference.py") for f in tb) else "reference.py"
                 entry[stage + "_error"] = {"stage": where, "message": "%s: %s" % (type(e).__name__, e)}
         out["shapes"][sid] = entry
-    print(json.dumps(out))
+    emit(out)
 
 
 if __name__ == "__main__":
