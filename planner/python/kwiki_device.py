@@ -1,6 +1,8 @@
 # kwiki_device.py: runs task code written for a GPU on another device (kwiki plan's trace, kwiki baseline --device cpu).
 # Task files hard-code device="cuda" in factories, generators, .cuda() and .to("cuda"); on a
 # machine without that device every such spelling is mapped to the target instead.
+import typing
+
 import torch
 
 SMALLEST = 64  # a shrunk size stays at least this
@@ -42,8 +44,23 @@ def map_cuda_to(target):
 
     generator = torch.Generator
 
-    def Generator(device="cpu"):
-        return generator(device=fix(device))
+    class _GeneratorType(type):
+        # torch.Generator stays usable as a type: in isinstance checks and in annotations such as
+        # `torch.Generator | None`, which torch 2 evaluates; only the construction is redirected.
+        def __call__(cls, device="cpu"):
+            return generator(device=fix(device))
+
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, generator)
+
+        def __or__(cls, other):
+            return typing.Union[generator, other]
+
+        def __ror__(cls, other):
+            return typing.Union[other, generator]
+
+    class Generator(metaclass=_GeneratorType):
+        pass
 
     torch.Generator = Generator
     to = torch.Tensor.to
