@@ -341,7 +341,7 @@ class Fp8Quant:
         x = get(b["roles"]["x"]).contiguous()
         q = torch.empty(x.shape, dtype=getattr(torch, b["q_dtype"]), device=x.device)
         scale = empty(tuple(x.shape[:-1]) + tuple(b["scale_shape"]), torch.float32, x.device)
-        return [x, q.view(torch.uint8), scale], [rows(x), x.shape[-1]], [b["params"]["fp8_max"]], {"q": q, "scale": scale}
+        return [x, q, scale], [rows(x), x.shape[-1]], [b["params"]["fp8_max"]], {"q": q, "scale": scale}  # q as fp8: its bytes to the kernel, its format to the twin
 
 
 class MoeGating:

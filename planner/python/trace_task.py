@@ -5,6 +5,7 @@
 # dispatch recorder: the aten ops executed (the graph), and the inputs, parameters and outputs
 # saved as raw files in OUT_DIR; (3) with --twin, each family's CPU twin run on those inputs
 # (kwiki_families.prove) against the reference's outputs. One JSON line on stdout.
+import array
 import importlib.util
 import inspect
 import json
@@ -190,8 +191,11 @@ def save(out_dir, index, value):
     else:
         t, kind = t.to(torch.int64), "i64"
     path = os.path.join(out_dir, "t%d.bin" % index)
+    # Through Python's array module, not numpy: torch 2's wheels do not need numpy, nor does kwiki.
+    values = t.contiguous().reshape(-1).tolist()
+    data = array.array({"f32": "f", "i64": "q"}[kind], values).tobytes() if kind != "u8" else bytes(values)
     with open(path, "wb") as f:
-        f.write(t.contiguous().numpy().tobytes())
+        f.write(data)
     return os.path.basename(path), kind
 
 
