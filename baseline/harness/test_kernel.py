@@ -134,6 +134,11 @@ def run_case(shape_id, seed, do_time, device):
     torch.manual_seed(seed)
     ref_model, ker_model = reference.Model(**init), kernel.Model(**init)
     inputs = factory._make_inputs(**kw)
+    # As an evaluator does: the models go where the inputs are (a module built without a device
+    # argument holds its parameters on the CPU).
+    target = next((v.device for v in inputs.values() if torch.is_tensor(v)), None)
+    if target is not None:
+        ref_model, ker_model = ref_model.to(target), ker_model.to(target)
     clone = lambda d: {k: (v.clone() if torch.is_tensor(v) else v) for k, v in d.items()}
     with torch.no_grad():
         ref_inputs, ker_inputs = clone(inputs), clone(inputs)
