@@ -1,4 +1,7 @@
 // kwiki baseline's build stage: the GPU source compiled (nvcc, clang HIP) with its static evidence, or the CPU twin.
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
@@ -152,17 +155,22 @@ void build_gpu(Context& c) {
     const fs::path so = cache / "kernel.so";
     if (!fs::exists(so)) {
       fs::create_directories(cache);
-      const ProcessResult build =
-          run_tool(concat(concat(Args{compiler}, device_flags), concat(link_flags, {"-o", (cache / "kernel.so.tmp").string(), kernel_path.string()})));
+      // A private output name: two baselines building the same kernel at once (several tasks of
+      // one family) must not write one file; the first rename wins, the second replaces it with
+      // the same bytes.
+      std::string tmp = (cache / ".kernel.so.kwiki-tmp-XXXXXX").string();
+      if (const int fd = ::mkstemp(tmp.data()); fd >= 0) ::close(fd);
+      const ProcessResult build = run_tool(concat(concat(Args{compiler}, device_flags), concat(link_flags, {"-o", tmp, kernel_path.string()})));
       const std::string build_log = build.started ? build.out + (build.timed_out ? "\nkwiki: the compiler was stopped after 600 s\n" : "") : build.error + "\n";
       write_text(cache / "build.log", build_log);
       if (!build.ok()) {
+        ::unlink(tmp.c_str());
         write_text(profiles / "build.log", build_log);
         result.status = "COMPILE_FAIL";
         result.exit_code = 4;
         result.notes.push_back("build failed: see profiles/v0/build.log");
       } else {
-        fs::rename(cache / "kernel.so.tmp", so);
+        fs::rename(tmp, so);
       }
     } else {
       result.notes.push_back("build cache hit: " + cache.string());
