@@ -202,6 +202,21 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     add("top-k", "k rounds of a lane argmax (ties to the lower expert id), then optional renormalization in fp32",
         wiki.ask("ties", "moe gating deterministic tie break topk"));
     add("accumulation", "fp32 softmax with max subtraction", acc_rec);
+  } else if (pattern == "generated") {
+    // The generator's kernels: the skeleton follows from the IR (plans/kernel_ir.json).
+    d.template_name = std::string("generated") + (amd ? "_hip" : "_cuda");
+    add("skeleton", "rows with a reduction: one warp (short rows) or one block per row, the row's 16-byte chunks held in registers and the next row "
+                    "loaded while this one is reduced, on a resident grid; rows too long for registers re-read per pass; no reduction: a grid-stride "
+                    "elementwise loop over 16-byte chunks",
+        wiki.ask("row skeleton", "row reduction kernel one block per row registers prefetch next row resident grid " + lang));
+    add("vector width", std::to_string(vec) + " elements (16 bytes) a chunk when every chunked access is aligned and the row length divides; a scalar "
+                        "path otherwise", vec_rec);
+    add("numerics", "fp32 arithmetic; every intermediate that torch rounds to bf16/fp16/fp8 is rounded to that grid at the same op (the rounding contract)",
+        wiki.ask("rounding contract", "bf16 intermediate rounding matches torch eager elementwise fp32 opmath"));
+    add("fp8 casts", "round to nearest even; beyond the format's range NaN, as torch's cast (references clamp first); e4m3fn on CUDA, e4m3fnuz on CDNA3",
+        wiki.ask("fp8 saturation", "fp8 e4m3 cast saturation clamp torch float8 conversion overflow"));
+    add("reductions", std::string("warp butterflies then one value per ") + (amd ? "wavefront (64 lanes)" : "warp") + " through shared memory; max/argmax propagate NaN",
+        wiki.ask("reductions", (amd ? std::string("wave64 ") : std::string("warp shuffle ")) + "block reduction sum max"));
   } else {
     d.template_name = "";  // unknown: no template
     std::string words;

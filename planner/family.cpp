@@ -165,9 +165,14 @@ const FamilyRow kFamilies[] = {
      "query[B,Hq,D], key_cache[NB,P,Hkv,D], value_cache[NB,P,Hkv,D], block_tables[B,MB], seq_lens[B], out[B,Hq,D], partial_out, partial_lse; "
      "B, Hq, Hkv, D, P, MB, S; scale",
      "", paged_decode_attention_work},
+    // The generator (planner/generator/): any pointwise/reduction graph it lowers to its kernel IR,
+    // proven by the IR's own CPU twin; its launcher takes the IR's buffers, size slots and floats.
+    // Last: a hand-written family that is proven keeps its task.
+    {"generated", "generator", "", "the IR's buffers (plans/kernel_ir.json): inputs, parameters, outputs in its order; dims: its size slots; params: its floats",
+     "", nullptr},
 };
 const std::size_t kFamilyCount = sizeof(kFamilies) / sizeof(kFamilies[0]);
-static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == 11, "a new family is a row here and its files (family.hpp says which)");
+static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == 12, "a new family is a row here and its files (family.hpp says which)");
 
 const FamilyRow* find_family(std::string_view name) {
   for (std::size_t i = 0; i < kFamilyCount; ++i) {

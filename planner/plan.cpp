@@ -16,6 +16,7 @@
 #include "design.hpp"
 #include "family.hpp"
 #include "file_util.hpp"
+#include "generator/codegen.hpp"
 #include "proof.hpp"
 #include "trace.hpp"
 #include "twin_build.hpp"
@@ -136,7 +137,8 @@ void write_workspace(const PlanRequest& request, const Task& task, const std::st
       if (!task.reference.empty()) fs::copy_file(task.reference, staging / "task" / fs::path(task.reference).filename());
     }
     if (!task.reference.empty()) fs::copy_file(task.reference, staging / "reference.py");
-    for (const auto& [name, text] : files) write_text(staging / name, text);
+    for (const auto& [name, text] : files)
+      if (!text.empty()) write_text(staging / name, text);  // an empty text: no such file (kernel_ir.json when nothing lowered)
     write_text(staging / kWorkspaceMarker, "made by kwiki plan; kwiki plan --force may replace this folder\n");
     write_text(staging / ".gitignore", "# kwiki's temporaries (a killed write) and its lock file are never committed\n.*.kwiki-tmp-*\n.kwiki-lock\n");
     write_text(staging / "memory" / ".keep", "");
@@ -203,11 +205,17 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
   if (request.dry_run) {
     const detail::TwinLibrary twin = detail::build_twin_library();
     if (twin.path.empty()) result.notes.push_back("the CPU twins could not be built, so no family can be proven: " + twin.error);
-    dry = detail::trace_task(task, {request.dry_run_timeout_seconds, scratch.path(), twin.path, only.empty() ? detail::family_names() : only});
+    // The hand-written families are proven inside the trace (their twins run there); the generator after it.
+    std::string families = only.empty() ? detail::family_names() : only;
+    families = families == "generated" ? "" : families;
+    if (const auto at = families.find(",generated"); at != std::string::npos) families.erase(at, 10);
+    dry = detail::trace_task(task, {request.dry_run_timeout_seconds, scratch.path(), twin.path, families});
   } else {
     dry.skipped_because = "--no-dry-run";
   }
-  const detail::ProofResult proof = detail::decide_family(dry, only, source_guess.name);
+  std::optional<gen::Generation> generation;
+  if (dry.ran && (only.empty() || only == "generated")) generation = gen::generate_from_trace(dry, task.shapes);
+  const detail::ProofResult proof = detail::decide_family(dry, only, source_guess.name, generation ? &*generation : nullptr);
   PatternGuess pattern;
   pattern.name = proof.chosen ? proof.chosen->name : "unknown";
   if (proof.chosen) {
@@ -370,6 +378,14 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
   plan["records_consulted"] = consulted;
   plan["dry_run"] = {{"ran", dry.ran}, {"python", dry.python}, {"torch", dry.torch_version}, {"skipped_because", dry.skipped_because}};
   plan["proof"] = proof.to_json();
+  if (generation) {
+    ordered_json g = {{"lowered", generation->lowered}, {"proven", generation->proven}};
+    if (!generation->lowered) g["declined"] = {{"op", generation->op}, {"why", generation->why}};
+    else g["skeleton"] = gen::skeleton_name(gen::schedule(generation->kernel));
+    if (generation->proof_ran) g["shapes"] = generation->shapes;
+    if (generation->lowered && !generation->proven) g["why"] = generation->why;
+    plan["generator"] = g;
+  }
   if (proof.chosen) plan["family"] = {{"name", proof.chosen->name}, {"binding", proof.binding}, {"abi", proof.chosen->abi}};
   plan["notes"] = result.notes;
   result.plan = plan;
@@ -442,7 +458,8 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
                    {"plans/v0_plan.md", md},
                    {"plans/v0_plan.json", plan.dump(2) + "\n"},
                    {"plans/graph.json", dry.graph_json().dump(1) + "\n"},
-                   {"plans/proof.json", plan["proof"].dump(2) + "\n"}},
+                   {"plans/proof.json", plan["proof"].dump(2) + "\n"},
+                   {"plans/kernel_ir.json", generation && generation->lowered ? generation->kernel.to_json().dump(1) + "\n" : std::string()}},
                   result);
   return result;
 }

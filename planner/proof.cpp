@@ -46,7 +46,28 @@ nlohmann::ordered_json ProofResult::to_json() const {
   return j;
 }
 
-ProofResult decide_family(const Trace& trace, const std::string& only, const std::string& guess) {
+// The generator row's verdict: lowered means it fits; proven by the IR's own CPU twin.
+FamilyVerdict generated_verdict(const gen::Generation* g) {
+  FamilyVerdict v;
+  v.family = "generated";
+  if (!g) {
+    v.why = "the generator did not run";
+    return v;
+  }
+  v.fits = g->lowered;
+  v.proven = g->lowered && g->proof_ran && g->proven;
+  v.worst_abs = g->worst_abs;
+  if (!g->lowered) v.why = "does not lower: " + (g->op.empty() ? std::string() : g->op + ": ") + g->why;
+  else if (!v.proven) v.why = "its twin differs from the reference: " + g->why;
+  if (g->lowered) {
+    json outputs = json::object();
+    for (const auto& r : g->kernel.results) outputs[r.name] = r.name;
+    v.binding = {{"roles", json::object()}, {"params", json::object()}, {"outputs", outputs}, {"recipe", json::parse(g->launch_recipe().dump())}};
+  }
+  return v;
+}
+
+ProofResult decide_family(const Trace& trace, const std::string& only, const std::string& guess, const gen::Generation* generated) {
   ProofResult r;
   if (!trace.ran) {
     r.not_run_because = trace.skipped_because.empty() ? "the reference was not run" : trace.skipped_because;
@@ -67,6 +88,15 @@ ProofResult decide_family(const Trace& trace, const std::string& only, const std
   for (std::size_t i = 0; i < kFamilyCount; ++i) {
     const FamilyRow& row = kFamilies[i];
     if (!only.empty() && only != row.name) continue;
+    if (std::string_view(row.name) == "generated") {
+      FamilyVerdict v = generated_verdict(generated);
+      if (v.proven && !r.chosen) {
+        r.chosen = &row;
+        r.binding = v.binding;
+      }
+      r.verdicts.push_back(std::move(v));
+      continue;
+    }
     FamilyVerdict v;
     v.family = row.name;
     v.fits = v.proven = true;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "family.hpp"
+#include "generator/generator.hpp"
 #include "trace.hpp"
 
 namespace kwiki::detail {
@@ -37,6 +38,7 @@ struct ProofResult {
 /// Decides from the trace: a family is chosen only when its twin matched the reference on every
 /// traced shape with one and the same binding of roles. `only` restricts it to one family (the
 /// user's --pattern); `guess` (the source-text pattern, for naming a near miss) may be "".
-ProofResult decide_family(const Trace& trace, const std::string& only, const std::string& guess);
+/// `generated` is the generator's outcome (the "generated" row's verdict), or nullptr when it did not run.
+ProofResult decide_family(const Trace& trace, const std::string& only, const std::string& guess, const gen::Generation* generated = nullptr);
 
 }  // namespace kwiki::detail

@@ -23,7 +23,7 @@ double TensorSpec::numel_bytes() const {
 
 std::optional<WorkCounts> count_work(const std::string& pattern, const ShapeCase& shape, const std::string& dtype) {
   const detail::FamilyRow* family = detail::find_family(pattern);
-  if (!family) return std::nullopt;
+  if (!family || !family->work) return std::nullopt;  // the generator's work is counted from the trace
   std::optional<WorkCounts> counted = family->work(detail::WorkInput{shape, element_bytes(dtype)});
   if (!counted) return std::nullopt;
   WorkCounts w = *counted;

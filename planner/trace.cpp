@@ -36,6 +36,10 @@ TracedTensor read_tensor(const json& j) {
   t.storage = j.value("storage", "");
   t.updated = j.value("updated", false);
   t.alias_of = j.value("alias_of", "");
+  t.graph_name = j.value("graph_name", "");
+  if (const auto st = j.find("stride"); st != j.end() && st->is_array())
+    for (const auto& d : *st)
+      if (d.is_number_integer()) t.stride.push_back(d.get<long long>());
   // A file name is the trace's own (t<N>.bin); anything else is not read.
   if (t.file.find('/') != std::string::npos || t.file.find("..") != std::string::npos) t.file.clear();
   return t;
@@ -85,6 +89,8 @@ void read_shape(ShapeTrace& s, const json& entry) {
     s.real_device = real->value("device", "");
     s.real_inputs = read_tensors(real->value("inputs", json::array()));
     s.real_outputs = read_tensors(real->value("outputs", json::array()));
+    s.real_params = read_tensors(real->value("params", json::array()));
+    s.real_graph = real->value("graph", json::object());
     if (const auto f = real->find("flops"); f != real->end() && f->is_object()) {
       s.real_matrix_flops = f->value("matrix", 0.0);
       s.real_vector_flops = f->value("vector", 0.0);

@@ -21,6 +21,8 @@ struct TracedTensor {
   std::string storage;   ///< f32 | i64 | u8: how the file holds it
   bool updated = false;  ///< an input the reference wrote in place
   std::string alias_of;  ///< an output that is an input object
+  std::string graph_name;  ///< an output: the graph's name of its tensor (t7, or an input's name)
+  std::vector<long long> stride;  ///< element strides (empty when not recorded)
   nlohmann::json value;  ///< a non-tensor input's value
   long long numel() const;
 };
@@ -38,7 +40,8 @@ struct ShapeTrace {
   nlohmann::json proof;  ///< each family's best binding and how its twin compared (kwiki_families.prove)
   bool real_ok = false;  ///< the given sizes' tensors are known
   std::string real_device, real_error;
-  std::vector<TracedTensor> real_inputs, real_outputs;
+  std::vector<TracedTensor> real_inputs, real_outputs, real_params;
+  nlohmann::json real_graph;  ///< {"ops": [...]}: the aten ops at the given sizes (meta device), or null
   double real_matrix_flops = 0, real_vector_flops = 0;  ///< counted op by op at the given sizes
 };
 

@@ -17,4 +17,8 @@ struct TwinLibrary {
 /// Never throws for a missing or failing compiler (see error).
 TwinLibrary build_twin_library();
 
+/// Builds one C++ source (a generated CPU kernel) into lib<name>.so in kwiki's cache, once per
+/// source and compiler version. Never throws for a missing or failing compiler (see error).
+TwinLibrary build_source_library(const std::string& source, const std::string& name);
+
 }  // namespace kwiki::detail

@@ -56,18 +56,43 @@ def spec_of(name, value, kind):
     import torch
     if not torch.is_tensor(value):
         return {"name": name, "kind": kind, "python": type(value).__name__, "value": value if isinstance(value, (int, float, bool, str)) else None}
-    return {"name": name, "kind": kind, "shape": list(value.shape), "dtype": dtype_name(value.dtype)}
+    return {"name": name, "kind": kind, "shape": list(value.shape), "dtype": dtype_name(value.dtype), "stride": list(value.stride())}
+
+
+def storage_key(t):
+    """The identity of the memory a tensor views (None on the meta device, which has none)."""
+    if t.device.type == "meta":
+        return None
+    try:
+        return t.untyped_storage().data_ptr()
+    except Exception:
+        return t.storage().data_ptr()  # torch 1.x
 
 
 class Recorder:
-    """The aten ops a forward executes, with tensor identities, shapes, dtypes and scalars."""
+    """The aten ops a forward executes, with tensor identities, shapes, strides, dtypes and scalars.
+    Each tensor reference also names the tensor whose memory it views ("base": an input, a
+    parameter or an earlier result) and its element offset there, so a view chain reads as one
+    strided access of its base."""
 
     def __init__(self, named):
         self.ops, self.truncated = [], False
         self.ids, self.keep, self.count = {}, [], 0
+        self.owners, self.offsets = {}, {}
         for name, t in named:
             self.ids[id(t)] = name
             self.keep.append(t)
+            self._own(t, name)
+
+    def _own(self, t, name):
+        key = storage_key(t)
+        if key is None:
+            return
+        if key in self.owners and self.owners[key] != name:
+            self.owners[key] = "?"  # two named tensors share memory: no view of it is attributed
+        else:
+            self.owners[key] = name
+            self.offsets[name] = t.storage_offset()
 
     def ref(self, v):
         import torch
@@ -75,8 +100,20 @@ class Recorder:
             if id(v) not in self.ids:
                 self.count += 1
                 self.ids[id(v)] = "t%d" % self.count
-                self.keep.append(v)  # the object stays alive, so its id is never reused
-            return {"t": self.ids[id(v)], "shape": list(v.shape), "dtype": dtype_name(v.dtype)}
+                self.keep.append(v)  # the object stays alive, so its id (and its memory) is never reused
+                key = storage_key(v)
+                if key is not None and key not in self.owners:
+                    self._own(v, self.ids[id(v)])
+            name = self.ids[id(v)]
+            entry = {"t": name, "shape": list(v.shape), "dtype": dtype_name(v.dtype), "stride": list(v.stride())}
+            owner = self.owners.get(storage_key(v))
+            if owner is not None:
+                entry["base"] = owner
+                if owner != "?":
+                    entry["offset"] = v.storage_offset() - self.offsets.get(owner, 0)
+            else:
+                entry["offset"] = v.storage_offset()
+            return entry
         if isinstance(v, (list, tuple)):
             return [self.ref(x) for x in v]
         if isinstance(v, (bool, int, float)) or v is None:
@@ -148,9 +185,10 @@ def counting_mode(counter):
     return Mode()
 
 
-def meta_mode(counter):
+def meta_mode(counter, recorder_box=None):
     """Every tensor made while active is made on the meta device (shapes and dtypes, no data or
-    random numbers), and every op is counted: the given sizes cost nothing to run."""
+    random numbers), and every op is counted (and recorded once recorder_box[0] is set): the given
+    sizes cost nothing to run."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -162,6 +200,8 @@ def meta_mode(counter):
             kwargs.pop("generator", None)
             out = func(*args, **kwargs)
             counter.count(func, args, out)
+            if recorder_box and recorder_box[0] is not None:
+                recorder_box[0].record(func, args, kwargs, out)
             return out
 
     return Mode()
@@ -207,14 +247,25 @@ def real_run(factory, reference, spec, small):
     counter = Counter()
     try:
         # First everything on the meta device: the factory, the model's parameters, the forward.
-        with meta_mode(counter):
+        box = [None]
+        with meta_mode(counter, box):
             inputs = make_inputs(factory, kw, "cpu")
             model = reference.Model(**init)
+            named = list(model.named_parameters()) + list(model.named_buffers())
+            box[0] = Recorder([(k, v) for k, v in inputs.items() if torch.is_tensor(v)] + [("param:" + n, p) for n, p in named])
             with torch.no_grad():
                 form, outs = flatten_outputs(model(**inputs))
         specs = [spec_of(k, v, "input") for k, v in inputs.items()] + [spec_of(n, p, "param") for n, p in model.named_parameters()]
-        return {"device": "meta", "inputs": specs, "outputs": [spec_of(n, v, "output") for n, v in outs], "form": form,
-                "flops": {"matrix": counter.matrix, "vector": counter.vector}}
+        # The ops at the given sizes (strides and shapes only; which memory a view reads is the
+        # small run's): the generator fits its size expressions to both.
+        out_specs = [spec_of(n, v, "output") for n, v in outs]
+        for e, (n, v) in zip(out_specs, outs):
+            if torch.is_tensor(v) and id(v) in box[0].ids:
+                e["graph_name"] = box[0].ids[id(v)]
+        return {"device": "meta", "inputs": specs, "outputs": out_specs, "form": form,
+                "flops": {"matrix": counter.matrix, "vector": counter.vector},
+                "graph": {"ops": box[0].ops, "truncated": box[0].truncated},
+                "params": [spec_of(n, p, "param") for n, p in named]}
     except Exception:
         counter = Counter()  # data-dependent code (an .item(), a loop over values): real inputs
     inputs = make_inputs(factory, kw, "cpu")
@@ -335,6 +386,8 @@ def small_run(factory, reference, spec, out_dir, shape_index, twin):
     for n, v in outs:
         alias = next((k for k, t in inputs.items() if t is v), None) if torch.is_tensor(v) else None
         record["outputs"].append(entry(n, v, "output", alias))
+        if torch.is_tensor(v) and id(v) in recorder.ids:
+            record["outputs"][-1]["graph_name"] = recorder.ids[id(v)]  # the tensor of the graph it is
     record["updated"] = [entry(k, inputs[k], "updated") for k in inputs if torch.is_tensor(inputs[k]) and inputs[k]._version != versions[k]]
     record["graph"] = {"ops": recorder.ops, "truncated": recorder.truncated}
     if too_large:
@@ -349,6 +402,30 @@ def small_run(factory, reference, spec, out_dir, shape_index, twin):
         updated_after = {k: inputs[k] for k in inputs if torch.is_tensor(inputs[k]) and inputs[k]._version != versions[k]}
         record["proof"] = kwiki_families.prove(lib, structure, before, outs, updated_after, families)
     return record
+
+
+def annotate_bases(small, real):
+    """The meta run has no memory, so which tensor a view reads is taken from the small run, op by
+    op (the two graphs must be the same sequence of ops; otherwise the real one is marked so)."""
+    a, b = small["ops"], real["ops"]
+    if len(a) != len(b) or any(x["op"] != y["op"] for x, y in zip(a, b)):
+        real["differs_from_small"] = True
+        return
+
+    def walk(x, y):
+        if isinstance(x, dict) and isinstance(y, dict) and "t" in x and "t" in y:
+            if "base" in x:
+                y["base"] = x["base"]
+            elif "base" not in y:
+                y.pop("offset", None)
+        elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+            for u, v in zip(x, y):
+                walk(u, v)
+
+    for x, y in zip(a, b):
+        walk(x["args"], y["args"])
+        walk(x["out"], y["out"])
+        walk(list(x.get("kwargs", {}).values()), list(y.get("kwargs", {}).values()))
 
 
 def strict(value):
@@ -419,6 +496,8 @@ def main():
                 tb = traceback.extract_tb(e.__traceback__)
                 where = "input.py" if any(f.filename.endswith("input.py") for f in tb) and not any(f.filename.endswith("reference.py") for f in tb) else "reference.py"
                 entry[stage + "_error"] = {"stage": where, "message": "%s: %s" % (type(e).__name__, e)}
+        if "small" in entry and "graph" in entry.get("real", {}):
+            annotate_bases(entry["small"]["graph"], entry["real"]["graph"])
         out["shapes"][sid] = entry
     emit(out)
 

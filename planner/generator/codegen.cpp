@@ -1,0 +1,638 @@
+// The generator's backends: the kernel IR written as CUDA C++, HIP C++ and CPU C++ (the twin).
+// One expression writer serves all three; the skeletons (elementwise, rows in registers, rows
+// re-read) are written around it, and every statement names the reference op it implements.
+#include "codegen.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "codegen_prelude.hpp"
+
+namespace kwiki::gen {
+namespace {
+
+std::string storage_type(DType d, Backend b) {
+  const bool gpu = b != Backend::kCpu;
+  switch (d) {
+    case DType::kF32: return "float";
+    case DType::kBF16: return gpu ? "kwiki_bf16" : "kw_bf16";
+    case DType::kF16: return gpu ? "kwiki_half" : "kw_f16";
+    case DType::kF64: return "double";
+    case DType::kE4M3FN: return "kw_e4m3fn";
+    case DType::kE4M3FNUZ: return "kw_e4m3fnuz";
+    case DType::kI8: return "signed char";
+    case DType::kU8: return "unsigned char";
+    case DType::kI16: return "short";
+    case DType::kI32: return "int";
+    case DType::kI64: return "long long";
+    case DType::kBool: return "bool";
+    default: break;
+  }
+  return "float";
+}
+std::string compute_type(DType d) { return dtype_row(d).compute; }
+
+std::string float_literal(double v) {
+  if (std::isnan(v)) return "kw_nan()";
+  if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return "static_cast<float>(" + s + ")";
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
+  return s;
+}
+
+/// Which loads and stores the vector path keeps as W-element chunks, and which loads sit under a
+/// concat's branch (read only when their part is chosen: never hoisted, never chunked).
+struct Analysis {
+  std::set<int> needed, guarded;
+  std::map<int, int> chunk_of;  ///< load node -> chunk index (loads of one access share a chunk)
+  std::vector<int> chunk_node;  ///< chunk index -> its first load node
+  std::vector<int> reduces;     ///< reduce nodes in order
+};
+
+bool is_const(const Kernel& k, int slot, long long v) {
+  const SizeExpr& e = k.size_exprs[slot];
+  return e.kind == SizeExpr::Kind::kConst && e.value == v;
+}
+
+Analysis analyse(const Kernel& k) {
+  Analysis a;
+  std::set<int> unguarded;
+  std::function<void(int, bool)> walk = [&](int id, bool guarded) {
+    const bool seen = a.needed.count(id) > 0;
+    if (seen && (guarded || unguarded.count(id))) return;
+    a.needed.insert(id);
+    if (!guarded) unguarded.insert(id);
+    const Node& n = k.nodes[id];
+    if (n.op == OpKind::kSelect) {
+      walk(n.args[0], guarded);
+      for (std::size_t i = 1; i < n.args.size(); ++i) walk(n.args[i], true);
+      return;
+    }
+    for (int x : n.args) walk(x, guarded);
+  };
+  for (const auto& s : k.stores) walk(s.node, false);
+  for (int id : a.needed)
+    if (!unguarded.count(id)) a.guarded.insert(id);
+  std::map<std::string, int> by_access;
+  for (int id = 0; id < static_cast<int>(k.nodes.size()); ++id) {
+    const Node& n = k.nodes[id];
+    if (n.op == OpKind::kReduce && a.needed.count(id)) a.reduces.push_back(id);
+    if (n.op != OpKind::kLoad || !a.needed.count(id) || a.guarded.count(id) || n.level != Level::kElem || !is_const(k, n.access.inner, 1))
+      continue;
+    std::string key = std::to_string(n.access.buffer) + "|" + k.size_exprs[n.access.base].describe();
+    for (int s : n.access.outer) key += "|" + k.size_exprs[s].describe();
+    const auto it = by_access.find(key);
+    if (it != by_access.end()) {
+      a.chunk_of[id] = it->second;
+    } else {
+      by_access[key] = static_cast<int>(a.chunk_node.size());
+      a.chunk_of[id] = static_cast<int>(a.chunk_node.size());
+      a.chunk_node.push_back(id);
+    }
+  }
+  return a;
+}
+
+/// Writes expressions of nodes as statements, in nested scopes.
+class Writer {
+ public:
+  Writer(const Kernel& k, Backend b, const Analysis& an) : k_(k), b_(b), an_(an) {}
+
+  /// How a load outside a chunk, an in-chunk load, and a reduce result are spelled.
+  std::function<std::string(int)> chunk_value;  ///< load node id -> its value in the current chunk element
+  std::string indent = "    ";
+
+  std::string size(int slot) const {
+    const SizeExpr& e = k_.size_exprs[slot];
+    if (e.kind == SizeExpr::Kind::kConst) return std::to_string(e.value) + "LL";
+    return "a.s[" + std::to_string(slot) + "]";
+  }
+  std::string fparam(int i) const {
+    const FloatParam& f = k_.floats[i];
+    if (f.source.empty()) return float_literal(f.literal);
+    return "a.f[" + std::to_string(i) + "]";
+  }
+  std::string row_offset(const Access& acc) const {
+    std::string s = size(acc.base);
+    for (std::size_t x = 0; x < acc.outer.size(); ++x)
+      if (!is_const(k_, acc.outer[x], 0)) s += " + " + size(acc.outer[x]) + " * o" + std::to_string(x);
+    return s;
+  }
+  std::string offset(const Access& acc) const {
+    std::string s = row_offset(acc);
+    if (!is_const(k_, acc.inner, 0)) s += " + " + size(acc.inner) + " * c";
+    return "(" + s + ")";
+  }
+  std::string buf(int b) const { return "a.b" + std::to_string(b); }
+
+  void push() { scopes_.emplace_back(); }
+  void pop() { scopes_.pop_back(); }
+  std::string& out() { return out_; }
+  void line(const std::string& s) { out_ += indent + s + "\n"; }
+
+  /// Emits every row-level node `targets` need (outside guarded branches) into the current scope.
+  void hoist(const std::vector<int>& targets, const std::set<int>& done_reduces) {
+    std::set<int> seen;
+    std::function<void(int)> walk = [&](int id) {
+      if (seen.count(id) || an_.guarded.count(id)) return;
+      seen.insert(id);
+      const Node& n = k_.nodes[id];
+      if (n.op == OpKind::kReduce && !done_reduces.count(id)) return;
+      if (n.level != Level::kElem) {
+        value(id);
+        return;
+      }
+      if (n.op == OpKind::kSelect) {
+        walk(n.args[0]);
+        return;
+      }
+      for (int x : n.args) walk(x);
+    };
+    for (int t : targets) walk(t);
+  }
+
+  std::string value(int id) {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (const auto f = it->find(id); f != it->end()) return f->second;
+    const Node& n = k_.nodes[id];
+    const std::string v = "v" + std::to_string(id);
+    const std::string ct = compute_type(n.dtype);
+    std::string expr;
+    switch (n.op) {
+      case OpKind::kLoad:
+        if (chunk_value && an_.chunk_of.count(id)) expr = chunk_value(id);
+        else expr = "kw_to_c(" + buf(n.access.buffer) + "[" + offset(n.access) + "])";
+        break;
+      case OpKind::kConst: expr = "static_cast<" + ct + ">(" + fparam(n.fparam) + ")"; break;
+      case OpKind::kSize: expr = "static_cast<" + ct + ">(" + size(n.slot) + ")"; break;
+      case OpKind::kIota: expr = "static_cast<" + ct + ">(" + (n.axis < 0 ? std::string("c") : "o" + std::to_string(n.axis)) + ")"; break;
+      case OpKind::kReduce: expr = "r" + std::to_string(id); break;
+      case OpKind::kPointwise: {
+        std::vector<std::string> xs;
+        for (int x : n.args) xs.push_back(value(x));
+        std::string s = b_ == Backend::kCpu ? n.pw->cpu : b_ == Backend::kCuda ? n.pw->cuda : n.pw->hip;
+        for (int i = static_cast<int>(xs.size()) - 1; i >= 0; --i) s = replace_all(s, "$" + std::to_string(i), xs[i]);
+        expr = round(n.dtype, "static_cast<" + ct + ">(" + s + ")");
+        break;
+      }
+      case OpKind::kCast: expr = cast(value(n.args[0]), k_.nodes[n.args[0]].dtype, n.dtype); break;
+      case OpKind::kSelect: {
+        const std::string coord = value(n.args[0]);
+        line(ct + " " + v + ";  // " + n.source);
+        const std::size_t parts = n.args.size() - 1;
+        for (std::size_t p = 0; p < parts; ++p) {
+          const std::string cond = p + 1 < parts ? "if (" + coord + " < " + size(n.bounds[p + 1]) + ") " : "";
+          line((p ? "else " : "") + cond + "{");
+          push();
+          const std::string saved = indent;
+          indent += "  ";
+          const std::string pv = value(n.args[p + 1]);
+          line(v + " = static_cast<" + ct + ">(" + pv + ");");
+          indent = saved;
+          pop();
+          line("}");
+        }
+        scopes_.back()[id] = v;
+        return v;
+      }
+    }
+    line("const " + ct + " " + v + " = " + expr + ";" + (n.source.empty() ? "" : "  // " + n.source));
+    scopes_.back()[id] = v;
+    return v;
+  }
+
+  std::string round(DType d, const std::string& x) const {
+    switch (d) {
+      case DType::kBF16: return "kw_round_bf16(" + x + ")";
+      case DType::kF16: return "kw_round_f16(" + x + ")";
+      case DType::kE4M3FN: return "kw_round_e4m3fn(" + x + ")";
+      case DType::kE4M3FNUZ: return "kw_round_e4m3fnuz(" + x + ")";
+      default: return x;
+    }
+  }
+  std::string cast(const std::string& x, DType from, DType to) const {
+    if (is_float(to)) return round(to, "static_cast<float>(" + x + ")");
+    if (to == DType::kBool) return "(" + x + " != 0)";
+    const std::string narrow = to == DType::kI8 ? "signed char" : to == DType::kU8 ? "unsigned char" : to == DType::kI16 ? "short" : to == DType::kI32 ? "int" : "long long";
+    (void)from;
+    return "static_cast<long long>(static_cast<" + narrow + ">(static_cast<long long>(" + x + ")))";  // toward zero, as torch casts
+  }
+
+ private:
+  const Kernel& k_;
+  Backend b_;
+  const Analysis& an_;
+  std::vector<std::map<int, std::string>> scopes_{1};
+  std::string out_;
+};
+
+// ---- pieces shared by the skeletons ----
+
+std::string args_struct(const Kernel& k, Backend b) {
+  std::string s = "struct Args {\n";
+  for (std::size_t i = 0; i < k.buffers.size(); ++i) {
+    const Buffer& buf = k.buffers[i];
+    const bool ro = buf.role == "input" || buf.role == "param";
+    s += "  " + std::string(ro ? "const " : "") + storage_type(buf.dtype, b) + "* b" + std::to_string(i) + ";  // " + buf.role + " " + buf.name + "\n";
+  }
+  s += "  long long s[" + std::to_string(std::max<std::size_t>(1, k.sizes.size())) + "];  // size slots\n";
+  s += "  float f[" + std::to_string(std::max<std::size_t>(1, k.floats.size())) + "];  // float parameters\n};\n";
+  return s;
+}
+
+std::string row_coords(const Kernel& k, const Writer& w, const std::string& ind) {
+  std::string s = ind + "long long rem = row;\n";
+  for (int x = static_cast<int>(k.outer.size()) - 1; x >= 0; --x) {
+    const std::string o = "o" + std::to_string(x);
+    if (x == 0) s += ind + "const long long " + o + " = rem;\n";
+    else s += ind + "const long long " + o + " = rem % " + w.size(k.outer[x]) + ";\n" + ind + "rem /= " + w.size(k.outer[x]) + ";\n";
+  }
+  s += ind + "(void)rem;\n";
+  return s;
+}
+
+std::string rows_expr(const Kernel& k, const Writer& w) {
+  std::string s = "1LL";
+  for (int o : k.outer) s += " * " + w.size(o);
+  return s;
+}
+
+// The identity, combine step and group step of a reduction (in fp32 unless its operand is integer).
+struct ReduceCode {
+  std::string acc_type, init, combine, finish;
+};
+ReduceCode reduce_code(const Kernel& k, int id) {
+  const Node& n = k.nodes[id];
+  const DType in = k.nodes[n.args[0]].dtype;
+  const std::string ct = compute_type(in) == "bool" ? "long long" : compute_type(in);
+  const std::string acc = "acc" + std::to_string(id);
+  ReduceCode r;
+  r.acc_type = ct;
+  switch (n.reduce) {
+    case ReduceKind::kSum: r.init = "0"; r.combine = acc + " += x;"; break;
+    case ReduceKind::kMax: r.init = ct == "float" ? "-INFINITY" : "kw_lowest<long long>()"; r.combine = acc + " = kw_max(" + acc + ", x);"; break;
+    case ReduceKind::kMin: r.init = ct == "float" ? "INFINITY" : "kw_highest<long long>()"; r.combine = acc + " = kw_min(" + acc + ", x);"; break;
+    case ReduceKind::kArgMax:
+      r.init = ct == "float" ? "-INFINITY" : "kw_lowest<long long>()";
+      r.combine = "if (kw_arg_better(x, c, " + acc + ", idx" + std::to_string(id) + ", true)) { " + acc + " = x; idx" + std::to_string(id) + " = c; }";
+      break;
+    case ReduceKind::kArgMin:
+      r.init = ct == "float" ? "INFINITY" : "kw_highest<long long>()";
+      r.combine = "if (kw_arg_better(x, c, " + acc + ", idx" + std::to_string(id) + ", false)) { " + acc + " = x; idx" + std::to_string(id) + " = c; }";
+      break;
+    default: break;
+  }
+  return r;
+}
+bool is_arg(const Node& n) { return n.reduce == ReduceKind::kArgMax || n.reduce == ReduceKind::kArgMin; }
+
+// ---- the CPU twin: plain loops, one row at a time, every pass re-reading memory ----
+
+std::string emit_cpu(const Kernel& k) {
+  const Analysis an = analyse(k);
+  Writer w(k, Backend::kCpu, an);
+  std::string body;
+  const std::string ind = "    ";
+  body += row_coords(k, w, ind);
+  w.indent = ind;
+  std::set<int> done;
+  for (int id : an.reduces) {
+    const Node& n = k.nodes[id];
+    const ReduceCode rc = reduce_code(k, id);
+    w.hoist({n.args[0]}, done);
+    // fp32 values summed in double on the CPU (the GPU's tree order is as exact; torch's CPU sums pairwise).
+    const std::string at = rc.acc_type == "float" && n.reduce == ReduceKind::kSum ? "double" : rc.acc_type;
+    w.line(at + " acc" + std::to_string(id) + " = " + rc.init + ";  // " + n.source);
+    if (is_arg(n)) w.line("long long idx" + std::to_string(id) + " = 0;");
+    w.line("for (long long c = 0; c < N; ++c) {");
+    w.push();
+    w.indent = ind + "  ";
+    w.line("const auto x = " + w.value(n.args[0]) + ";");
+    w.line(rc.combine);
+    w.indent = ind;
+    w.pop();
+    w.line("}");
+    const std::string res = is_arg(n) ? "idx" + std::to_string(id) : "acc" + std::to_string(id);
+    w.line("const " + compute_type(n.dtype) + " r" + std::to_string(id) + " = static_cast<" + compute_type(n.dtype) + ">(" + res + ");");
+    done.insert(id);
+  }
+  std::vector<int> targets;
+  for (const auto& s : k.stores) targets.push_back(s.node);
+  w.hoist(targets, done);
+  bool any_elem = false;
+  for (const auto& s : k.stores) any_elem = any_elem || k.nodes[s.node].level == Level::kElem || !is_const(k, s.access.inner, 0);
+  w.line(std::string("for (long long c = 0; c < ") + (any_elem ? "N" : "1") + "; ++c) {");
+  w.push();
+  w.indent = ind + "  ";
+  for (const auto& s : k.stores) {
+    const Buffer& b = k.buffers[s.access.buffer];
+    const std::string v = w.value(s.node);
+    const bool per_row = is_const(k, s.access.inner, 0);
+    w.line(std::string(per_row && any_elem ? "if (c == 0) " : "") + w.buf(s.access.buffer) + "[" + w.offset(s.access) + "] = kw_from_c<" +
+           storage_type(b.dtype, Backend::kCpu) + ">(" + v + ");  // " + b.name);
+  }
+  w.indent = ind;
+  w.pop();
+  w.line("}");
+  body += w.out();
+
+  std::string src = cpu_prelude();
+  src += "\nnamespace {\n" + args_struct(k, Backend::kCpu) + "}  // namespace\n\n";
+  src += "extern \"C\" int kwiki_abi_version(void) { return 1; }\n\n";
+  src += "extern \"C\" int kwiki_launch(void* const* tensors, int num_tensors, const long long* dims, int num_dims, const double* params,\n"
+         "                            int num_params, void* stream) {\n  (void)stream;\n";
+  src += "  if (tensors == nullptr || num_tensors != " + std::to_string(k.buffers.size()) + " || num_dims != " + std::to_string(k.sizes.size()) +
+         " || num_params != " + std::to_string(k.floats.size()) + ") return -1;\n  Args a;\n";
+  for (std::size_t i = 0; i < k.buffers.size(); ++i) {
+    const Buffer& b = k.buffers[i];
+    const bool ro = b.role == "input" || b.role == "param";
+    src += "  a.b" + std::to_string(i) + " = static_cast<" + (ro ? "const " : "") + storage_type(b.dtype, Backend::kCpu) + "*>(tensors[" + std::to_string(i) +
+           "]);\n  if (a.b" + std::to_string(i) + " == nullptr) return -1;\n";
+  }
+  src += "  for (int i = 0; i < num_dims; ++i) a.s[i] = dims[i];\n  for (int i = 0; i < num_params; ++i) a.f[i] = static_cast<float>(params[i]);\n";
+  src += "  const long long rows = " + rows_expr(k, w) + ";\n  const long long N = " + w.size(k.inner) + ";\n";
+  src += "  if (rows < 0 || N < 0) return -1;\n  for (long long row = 0; row < rows; ++row) {\n" + body + "  }\n  return 0;\n}\n";
+  return src;
+}
+
+// ---- the GPU kernels ----
+
+int vector_width(const Kernel& k, const Analysis& an) {
+  int min_bytes = 16;
+  for (int node : an.chunk_node) min_bytes = std::min(min_bytes, dtype_row(k.buffers[k.nodes[node].access.buffer].dtype).bytes);
+  for (const auto& s : k.stores)
+    if (is_const(k, s.access.inner, 1)) min_bytes = std::min(min_bytes, dtype_row(k.buffers[s.access.buffer].dtype).bytes);
+  int w = 16 / min_bytes;
+  // Every chunk must be a whole number of 4-byte words.
+  for (int node : an.chunk_node)
+    while (w > 1 && w * dtype_row(k.buffers[k.nodes[node].access.buffer].dtype).bytes < 4) w = 1;
+  for (const auto& s : k.stores)
+    if (is_const(k, s.access.inner, 1) && w * dtype_row(k.buffers[s.access.buffer].dtype).bytes < 4) w = 1;
+  return w;
+}
+
+std::string emit_gpu(const Kernel& k, Backend backend) {
+  const Analysis an = analyse(k);
+  const Skeleton sk = schedule(k);
+  const int vw = vector_width(k, an);
+  Writer probe(k, backend, an);
+
+  std::string src = gpu_prelude();
+  src += "\nnamespace kwgen {\n\n" + args_struct(k, backend) + "\n";
+
+  // Stores that take W outputs of one chunk at once.
+  std::vector<int> vec_stores;
+  for (std::size_t i = 0; i < k.stores.size(); ++i)
+    if (is_const(k, k.stores[i].access.inner, 1) && k.nodes[k.stores[i].node].level == Level::kElem) vec_stores.push_back(static_cast<int>(i));
+
+  // The per-chunk element loop over j, writing every store; shared by both skeletons.
+  const auto final_pass = [&](Writer& w, const std::string& chunk_var, bool skip_row_stores) {
+    for (int si : vec_stores) w.line(compute_type(k.nodes[k.stores[si].node].dtype) + " o" + std::to_string(si) + "[W];");
+    w.line("#pragma unroll");
+    w.line("for (int j = 0; j < W; ++j) {");
+    w.push();
+    const std::string saved = w.indent;
+    w.indent += "  ";
+    w.line("const long long c = static_cast<long long>(" + chunk_var + ") * W + j;");
+    for (std::size_t i = 0; i < k.stores.size(); ++i) {
+      const Store& s = k.stores[i];
+      const Buffer& b = k.buffers[s.access.buffer];
+      if (skip_row_stores && k.nodes[s.node].level != Level::kElem && is_const(k, s.access.inner, 0)) continue;
+      const std::string v = w.value(s.node);
+      if (std::find(vec_stores.begin(), vec_stores.end(), static_cast<int>(i)) != vec_stores.end()) {
+        w.line("o" + std::to_string(i) + "[j] = " + v + ";  // " + b.name);
+      } else {
+        const bool per_row = is_const(k, s.access.inner, 0);
+        const std::string cond = per_row ? "if (c == 0) " : "";
+        w.line(cond + w.buf(s.access.buffer) + "[" + w.offset(s.access) + "] = kw_from_c<" + storage_type(b.dtype, backend) + ">(" + v + ");  // " +
+               b.name);
+      }
+    }
+    w.indent = saved;
+    w.pop();
+    w.line("}");
+    for (int si : vec_stores) {
+      const Store& s = k.stores[si];
+      const Buffer& b = k.buffers[s.access.buffer];
+      w.line("kw_store_chunk<W>(" + w.buf(s.access.buffer) + " + (" + w.row_offset(s.access) + ") + static_cast<long long>(" + chunk_var + ") * W, o" +
+             std::to_string(si) + ");  // " + b.name);
+    }
+  };
+
+  // Chunk declarations and loads for the loop kernels (re-read variant and elementwise).
+  const auto chunk_loads = [&](Writer& w, const std::string& chunk_var) {
+    for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
+      const Node& n = k.nodes[an.chunk_node[ci]];
+      const std::string t = storage_type(k.buffers[n.access.buffer].dtype, backend);
+      w.line("kw_chunk<" + t + ", W> l" + std::to_string(ci) + ";");
+      w.line("l" + std::to_string(ci) + ".load(" + w.buf(n.access.buffer) + " + (" + w.row_offset(n.access) + ") + static_cast<long long>(" + chunk_var +
+             ") * W);");
+    }
+  };
+
+  if (sk == Skeleton::kElementwise) {
+    Writer w(k, backend, an);
+    w.indent = "    ";
+    w.chunk_value = [&](int id) { return "l" + std::to_string(an.chunk_of.at(id)) + ".get(j)"; };
+    w.line("const long long row = static_cast<long long>(v / nacc);");
+    w.line("const long long chunk = static_cast<long long>(v - static_cast<IdxT>(row) * nacc);");
+    w.out() += row_coords(k, w, "    ");
+    chunk_loads(w, "chunk");
+    std::vector<int> targets;
+    for (const auto& s : k.stores) targets.push_back(s.node);
+    w.hoist(targets, {});
+    final_pass(w, "chunk", false);
+    src += "/// Elementwise: a grid-stride loop over rows x (N / W) chunks of W elements; chunk loads and stores\n"
+           "/// are 16-byte vectors on the vector path (W > 1), scalar otherwise. IdxT: 32- or 64-bit indexing.\n";
+    src += "template <int W, typename IdxT>\nKWIKI_GLOBAL void __launch_bounds__(256) kernel_elementwise(const Args a, IdxT rows, IdxT nacc) {\n";
+    src += "  const IdxT total = rows * nacc;\n  const IdxT stride = static_cast<IdxT>(gridDim.x) * blockDim.x;\n";
+    src += "  for (IdxT v = static_cast<IdxT>(blockIdx.x) * blockDim.x + threadIdx.x; v < total; v += stride) {\n" + w.out() + "  }\n}\n\n";
+    src += "template <int W>\nint launch(const Args& a, long long rows, long long N, kwiki_stream_t stream) {\n"
+           "  const long long nacc = N / W;\n  const long long total = rows * nacc;\n"
+           "  const long long blocks = kwiki::ceil_div(total, 256);\n"
+           "  const long long cap = static_cast<long long>(kwiki::multiprocessor_count()) * 16;\n"
+           "  const dim3 grid(static_cast<unsigned>(blocks < cap ? blocks : cap));\n"
+           "  if (total < (1LL << 31)) kernel_elementwise<W, unsigned><<<grid, 256, 0, stream>>>(a, static_cast<unsigned>(rows), static_cast<unsigned>(nacc));\n"
+           "  else kernel_elementwise<W, unsigned long long><<<grid, 256, 0, stream>>>(a, static_cast<unsigned long long>(rows), static_cast<unsigned long long>(nacc));\n"
+           "  return kwiki_last_error();\n}\n\n";
+  } else {
+    // Rows: the row's chunks in registers (VPT per thread, next row prefetched), or re-read per pass (VPT = 0).
+    const auto body = [&](bool registers) {
+      Writer w(k, backend, an);
+      w.indent = "      ";
+      if (registers) w.chunk_value = [&](int id) { return "s.l" + std::to_string(an.chunk_of.at(id)) + "[i].get(j)"; };
+      else w.chunk_value = [&](int id) { return "l" + std::to_string(an.chunk_of.at(id)) + ".get(j)"; };
+      w.out() += row_coords(k, w, "      ");
+      const std::string open = registers ? "for (int i = 0; i < VPT; ++i) {\n" : "for (int chunk = r; chunk < nacc; chunk += gs) {\n";
+      const std::string chunk_var = registers ? "chunk" : "chunk";
+      std::set<int> done;
+      const auto pass = [&](const std::function<void()>& inner_body, const std::function<void()>& after) {
+        w.line(open.substr(0, open.size() - 1));
+        w.push();
+        const std::string saved = w.indent;
+        w.indent += "  ";
+        if (registers) {
+          w.line("const int chunk = r + i * gs;");
+          w.line("if (chunk < nacc) {");
+          w.indent += "  ";
+        } else {
+          chunk_loads(w, "chunk");
+        }
+        inner_body();
+        if (registers) {
+          w.indent = saved + "  ";
+          w.line("}");
+        }
+        w.indent = saved;
+        w.pop();
+        w.line("}");
+        after();
+      };
+      for (int id : an.reduces) {
+        const Node& n = k.nodes[id];
+        const ReduceCode rc = reduce_code(k, id);
+        w.hoist({n.args[0]}, done);
+        const std::string acc = "acc" + std::to_string(id), idx = "idx" + std::to_string(id);
+        w.line(rc.acc_type + " " + acc + " = " + rc.init + ";  // " + n.source);
+        if (is_arg(n)) w.line("long long " + idx + " = 0;");
+        pass(
+            [&] {
+              w.line("#pragma unroll");
+              w.line("for (int j = 0; j < W; ++j) {");
+              w.push();
+              const std::string s2 = w.indent;
+              w.indent += "  ";
+              w.line("const long long c = static_cast<long long>(" + chunk_var + ") * W + j;");
+              w.line("const auto x = " + w.value(n.args[0]) + ";");
+              w.line(rc.combine);
+              w.indent = s2;
+              w.pop();
+              w.line("}");
+            },
+            [&] {
+              switch (n.reduce) {
+                case ReduceKind::kSum: w.line(acc + " = kw_group_sum<kWarpRow>(" + acc + ");"); break;
+                case ReduceKind::kMax: w.line(acc + " = kw_group_max<kWarpRow>(" + acc + ");"); break;
+                case ReduceKind::kMin: w.line(acc + " = -kw_group_max<kWarpRow>(-" + acc + ");"); break;
+                default: w.line("kw_group_arg<kWarpRow>(" + acc + ", " + idx + ", " + (n.reduce == ReduceKind::kArgMax ? "true" : "false") + ");"); break;
+              }
+              const std::string res = is_arg(n) ? idx : acc;
+              w.line("const " + compute_type(n.dtype) + " r" + std::to_string(id) + " = static_cast<" + compute_type(n.dtype) + ">(" + res + ");");
+            });
+        done.insert(id);
+      }
+      std::vector<int> targets;
+      for (const auto& s : k.stores) targets.push_back(s.node);
+      w.hoist(targets, done);
+      // Row-level results are written once, by the group's first thread.
+      std::vector<int> row_stores;
+      for (std::size_t i = 0; i < k.stores.size(); ++i)
+        if (k.nodes[k.stores[i].node].level != Level::kElem && is_const(k, k.stores[i].access.inner, 0)) row_stores.push_back(static_cast<int>(i));
+      for (int si : row_stores) {
+        const Store& s = k.stores[si];
+        const Buffer& b = k.buffers[s.access.buffer];
+        const std::string v = w.value(s.node);
+        w.line("if (r == 0) { const long long c = 0; (void)c; " + w.buf(s.access.buffer) + "[" + w.offset(s.access) + "] = kw_from_c<" +
+               storage_type(b.dtype, backend) + ">(" + v + "); }  // " + b.name);
+      }
+      bool elem_stores = false;
+      for (const auto& s : k.stores) elem_stores = elem_stores || k.nodes[s.node].level == Level::kElem;
+      if (elem_stores) {
+        // The final pass writes every element result (the row-level ones were written above).
+        pass([&] { final_pass(w, chunk_var, true); }, [] {});
+      }
+      return w.out();
+    };
+    const std::string reg_body = body(true), loop_body = body(false);
+    src += "/// Rows: one row per warp (short rows) or per block; with VPT > 0 this thread's chunks of the row are\n"
+           "/// held in registers and the next row's are loaded while this one is reduced (a resident grid strides\n"
+           "/// over the rows); with VPT = 0 (rows too long for registers) each pass re-reads the row (from L2).\n";
+    src += "template <int W, int VPT, bool kWarpRow>\nKWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT > 0 ? VPT : 1)) kernel_rows(const Args a) {\n";
+    src += "  using G = kwiki::RowGroup<kWarpRow>;\n  const int r = G::rank();\n  const int gs = G::size();\n";
+    src += "  const long long rows = " + rows_expr(k, probe) + ";\n  const int nacc = static_cast<int>(" + probe.size(k.inner) + " / W);\n";
+    src += "  if constexpr (VPT > 0) {\n    struct Slice {\n";
+    for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci)
+      src += "      kw_chunk<" + storage_type(k.buffers[k.nodes[an.chunk_node[ci]].access.buffer].dtype, backend) + ", W> l" + std::to_string(ci) + "[VPT];\n";
+    if (an.chunk_node.empty()) src += "      int unused;\n";
+    src += "    };\n    kwiki::for_each_row_prefetched<G, Slice>(\n        rows,\n        [&](long long row, Slice& s) {\n";
+    {
+      Writer w(k, backend, an);
+      w.indent = "          ";
+      w.out() += row_coords(k, w, "          ");
+      w.line("#pragma unroll");
+      w.line("for (int i = 0; i < VPT; ++i) {");
+      w.line("  const int chunk = r + i * gs;");
+      w.line("  if (chunk < nacc) {");
+      for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
+        const Node& n = k.nodes[an.chunk_node[ci]];
+        w.line("    s.l" + std::to_string(ci) + "[i].load(" + w.buf(n.access.buffer) + " + (" + w.row_offset(n.access) + ") + static_cast<long long>(chunk) * W);");
+      }
+      w.line("  }");
+      w.line("}");
+      src += w.out();
+    }
+    src += "        },\n        [&](long long row, const Slice& s) {\n" + reg_body + "        });\n";
+    src += "  } else {\n    for (long long row = G::first_row(); row < rows; row += G::row_stride()) {\n" + loop_body + "    }\n  }\n}\n\n";
+    src += "template <int W>\nint launch(const Args& a, long long rows, long long N, kwiki_stream_t stream) {\n"
+           "  return kwiki::launch_rows<W>(\n      N / W, rows, stream, [] { return kernel_rows<W, 0, false>; },\n"
+           "      [](auto vpt, auto warp) { return kernel_rows<W, decltype(vpt)::value, decltype(warp)::value>; }, a);\n}\n\n";
+  }
+  src += "}  // namespace kwgen\n\n";
+
+  // The launcher: sizes and floats into Args; the vector path when every chunk is aligned.
+  src += "KWIKI_EXPORT int kwiki_abi_version(void) { return 1; }\n\n";
+  src += "KWIKI_EXPORT int kwiki_launch(void* const* tensors, int num_tensors, const long long* dims, int num_dims, const double* params,\n"
+         "                              int num_params, void* stream) {\n";
+  src += "  if (tensors == nullptr || dims == nullptr || num_tensors != " + std::to_string(k.buffers.size()) + " || num_dims != " +
+         std::to_string(k.sizes.size()) + " || num_params != " + std::to_string(k.floats.size()) + ") return -1;\n";
+  src += "  if (num_params > 0 && params == nullptr) return -1;\n  kwgen::Args a;\n";
+  for (std::size_t i = 0; i < k.buffers.size(); ++i) {
+    const Buffer& b = k.buffers[i];
+    const bool ro = b.role == "input" || b.role == "param";
+    src += "  a.b" + std::to_string(i) + " = static_cast<" + (ro ? "const " : "") + storage_type(b.dtype, backend) + "*>(tensors[" + std::to_string(i) +
+           "]);\n  if (a.b" + std::to_string(i) + " == nullptr) return -1;\n";
+  }
+  src += "  for (int i = 0; i < num_dims; ++i) a.s[i] = dims[i];\n  for (int i = 0; i < num_params; ++i) a.f[i] = static_cast<float>(params[i]);\n";
+  src += "  const long long rows = " + rows_expr(k, probe) + ";\n  const long long N = " + probe.size(k.inner) + ";\n";
+  src += "  if (rows < 0 || N < 0 || N > INT_MAX) return -1;\n  if (rows == 0 || N == 0) return 0;\n";
+  src += "  const kwiki_stream_t st = static_cast<kwiki_stream_t>(stream);\n";
+  src += "  constexpr int kW = " + std::to_string(vw) + ";\n";
+  std::string cond = "kW > 1 && N % kW == 0";
+  const auto aligned = [&](const Access& acc) {
+    const int bytes = dtype_row(k.buffers[acc.buffer].dtype).bytes;
+    std::string c = " && kwgen::chunk_aligned(a.b" + std::to_string(acc.buffer) + ", " + std::to_string(std::min(16, vw * bytes)) + ")";
+    c += " && (" + probe.size(acc.base) + ") % kW == 0";
+    for (int o : acc.outer) c += " && (" + probe.size(o) + ") % kW == 0";
+    return c;
+  };
+  for (int node : an.chunk_node) cond += aligned(k.nodes[node].access);
+  for (int si : vec_stores) cond += aligned(k.stores[si].access);
+  src += "  if (" + cond + ") return kwgen::launch<kW>(a, rows, N, st);\n";
+  src += "  return kwgen::launch<1>(a, rows, N, st);\n}\n";
+  return src;
+}
+
+}  // namespace
+
+Skeleton schedule(const Kernel& k) { return k.has_reduction() ? Skeleton::kRow : Skeleton::kElementwise; }
+const char* skeleton_name(Skeleton s) { return s == Skeleton::kRow ? "row" : "elementwise"; }
+
+std::string emit_source(const Kernel& k, Backend backend) {
+  if (k.size_exprs.size() != k.sizes.size()) throw std::logic_error("emit_source needs fitted size expressions");
+  return backend == Backend::kCpu ? emit_cpu(k) : emit_gpu(k, backend);
+}
+
+}  // namespace kwiki::gen
