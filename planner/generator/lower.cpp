@@ -142,6 +142,9 @@ class Graph {
     if (!ref.is_object() || !ref.contains("t")) decline(cur_, "an argument that is not a tensor or number");
     const std::string name = ref["t"].get<std::string>();
     if (const auto it = env.find(name); it != env.end()) return it->second;
+    // A one-element tensor made in Python (torch.tensor(448.0)): the trace recorded its value.
+    if (const auto v = ref.find("value"); v != ref.end() && v->is_number())
+      return constant(v->get<double>(), dtype_of(ref), shape_of(ref));
     // A view of a named tensor (an input or a parameter): a strided read of it.
     const std::string base = ref.value("base", "");
     const NamedTensor* owner = named(base);
@@ -892,16 +895,19 @@ class Emitter {
       case TKind::kCast: {
         Map m(rank_of(t), zero());
         for (int j = 0; j < rank_of(t); ++j) {
-          bool found = t.shape[j] == 1;
+          // From an operand that spans this dim with a known map; a dim no operand has is size 1 (zero).
+          bool found = false, any = false;
           for (int a : t.args) {
             const TVal& av = g_.vals[a];
             const int ja = j - (rank_of(t) - rank_of(av));
-            if (ja < 0 || av.shape[ja] != t.shape[j] || !known(a)) continue;
+            if (ja < 0) continue;
+            any = true;
+            if (av.shape[ja] != t.shape[j] || !known(a)) continue;
             m[j] = canon_.at(a)[ja];
             found = true;
             break;
           }
-          if (!found) return std::nullopt;
+          if (!found && (any || t.shape[j] != 1)) return std::nullopt;
         }
         return m;
       }
@@ -946,7 +952,7 @@ class Emitter {
         if (!ops) continue;
         for (std::size_t i = 0; i < ops->size(); ++i) {
           const int a = g_.vals[id].args[i];
-          if (!canon_.count(a) && g_.vals[a].kind != TKind::kLeaf && g_.vals[a].kind != TKind::kConst) {
+          if (!canon_.count(a)) {
             canon_[a] = (*ops)[i];
             changed = true;
           }

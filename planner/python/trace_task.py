@@ -113,6 +113,8 @@ class Recorder:
                     entry["offset"] = v.storage_offset() - self.offsets.get(owner, 0)
             else:
                 entry["offset"] = v.storage_offset()
+            if owner in (None, name) and v.numel() == 1 and v.device.type != "meta" and (v.dtype.is_floating_point or v.dtype in (torch.int32, torch.int64, torch.bool)):
+                entry["value"] = v.item() if not v.dtype.is_floating_point else float(v.float().item())  # its value (a constant made in Python)
             return entry
         if isinstance(v, (list, tuple)):
             return [self.ref(x) for x in v]
@@ -378,6 +380,9 @@ def small_run(factory, reference, spec, out_dir, shape_index, twin):
 
     record = {"factor": s, "init_kwargs": init_s, "input_kwargs": kw_s, "form": form}
     record["inputs"] = [entry(k, before[k], "input") for k in inputs]
+    for e, k in zip(record["inputs"], inputs):
+        if torch.is_tensor(inputs[k]):
+            e["stride"] = list(inputs[k].stride())  # the layout forward saw (before[k] is a contiguous copy)
     for e, k in zip(record["inputs"], inputs):
         if torch.is_tensor(inputs[k]) and inputs[k]._version != versions[k]:
             e["updated"] = True
