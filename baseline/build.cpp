@@ -72,7 +72,8 @@ std::vector<std::string> hip_compilers() {
 
 // --device cpu: the family's twin library is the "kernel" (build/kernel_cpu.so).
 void build_cpu(Context& c) {
-  const TwinLibrary twin = build_twin_library();
+  // The generator's CPU kernel (its own source), else the families' twin library.
+  const TwinLibrary twin = c.cpu_source.empty() ? build_twin_library() : build_source_library(c.cpu_source, "kwiki_generated");
   c.evidence["target"] = "cpu (the family's twin)";
   if (twin.path.empty()) {
     c.result.status = "COMPILE_FAIL";

@@ -37,6 +37,7 @@ struct Context {
   bool amd = false;
   bool cpu = false;           ///< --device cpu: the CPU twin through the harness, correctness only
   std::string family;         ///< the plan's proven family, or "" (none)
+  std::string cpu_source;     ///< the generator's CPU kernel (family "generated"), built for --device cpu
   // generate
   Candidate candidate = Candidate::kTemplate;
   ordered_json binding;       ///< the family's binding, or kwiki's generic ABI for a user kernel
@@ -64,6 +65,9 @@ fs::path cache_folder();
 /// Builds the candidate: the GPU source with nvcc / clang (cached by source, flags and compiler)
 /// plus its static evidence, or the CPU twin library for --device cpu. Sets result.compiled.
 void build_stage(Context& c);
+
+/// A GPU source that includes kwiki_compat.cuh, with the header inlined (one self-contained file).
+std::string inline_compat(const std::string& source);
 
 /// Writes baseline_report.md and memory/v0.json from the plan and the harness's result.
 void report_stage(Context& c);

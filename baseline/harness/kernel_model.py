@@ -44,6 +44,26 @@ def _cpu_library():
     return _LIBS["cpu"]
 
 
+def _generated_cpu_library():
+    """The generator's CPU kernel (build/kernel_cpu.so), which speaks the launcher ABI itself."""
+    if "cpu_generated" not in _LIBS:
+        lib = ctypes.CDLL(os.environ.get("KWIKI_TWIN_SO", os.path.join(_HERE, "build", "kernel_cpu.so")))
+        lib.kwiki_launch.restype = ctypes.c_int
+        lib.kwiki_launch.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.POINTER(ctypes.c_longlong), ctypes.c_int,
+                                     ctypes.POINTER(ctypes.c_double), ctypes.c_int, ctypes.c_void_p]
+        _LIBS["cpu_generated"] = lib
+    return _LIBS["cpu_generated"]
+
+
+def _call(lib, tensors, dims, params, stream):
+    ptrs = (ctypes.c_void_p * len(tensors))(*[0 if t is None else t.data_ptr() for t in tensors])
+    d = (ctypes.c_longlong * max(1, len(dims)))(*[int(x) for x in dims] or [0])
+    p = (ctypes.c_double * max(1, len(params)))(*[float(x) for x in params] or [0.0])
+    rc = lib.kwiki_launch(ptrs, len(tensors), d, len(dims), p, len(params), ctypes.c_void_p(stream))
+    if rc != 0:
+        raise RuntimeError("kwiki_launch failed with code %d" % rc)
+
+
 def _launch(family, tensors, dims, params, device):
     for t in tensors:
         if t is not None and not t.is_contiguous():
@@ -51,15 +71,12 @@ def _launch(family, tensors, dims, params, device):
     if device.type != "cuda":
         if family == "generic":
             raise RuntimeError("a kernel of yours runs on the GPU; on the CPU only a family's twin runs")
+        if family == "generated":
+            _call(_generated_cpu_library(), tensors, dims, params, 0)
+            return
         _families.launch_twin(_cpu_library(), family, tensors, dims, params)
         return
-    ptrs = (ctypes.c_void_p * len(tensors))(*[0 if t is None else t.data_ptr() for t in tensors])
-    d = (ctypes.c_longlong * max(1, len(dims)))(*[int(x) for x in dims] or [0])
-    p = (ctypes.c_double * max(1, len(params)))(*[float(x) for x in params] or [0.0])
-    stream = torch.cuda.current_stream(device).cuda_stream
-    rc = _gpu_library().kwiki_launch(ptrs, len(tensors), d, len(dims), p, len(params), ctypes.c_void_p(stream))
-    if rc != 0:
-        raise RuntimeError("kwiki_launch failed with code %d" % rc)
+    _call(_gpu_library(), tensors, dims, params, torch.cuda.current_stream(device).cuda_stream)
 
 
 class Model(torch.nn.Module):

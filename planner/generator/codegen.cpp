@@ -259,6 +259,7 @@ std::string row_coords(const Kernel& k, const Writer& w, const std::string& ind)
     const std::string o = "o" + std::to_string(x);
     if (x == 0) s += ind + "const long long " + o + " = rem;\n";
     else s += ind + "const long long " + o + " = rem % " + w.size(k.outer[x]) + ";\n" + ind + "rem /= " + w.size(k.outer[x]) + ";\n";
+    s += ind + "(void)" + o + ";\n";
   }
   s += ind + "(void)rem;\n";
   return s;
@@ -400,20 +401,21 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
 
   // The per-chunk element loop over j, writing every store; shared by both skeletons.
   const auto final_pass = [&](Writer& w, const std::string& chunk_var, bool skip_row_stores) {
-    for (int si : vec_stores) w.line(compute_type(k.nodes[k.stores[si].node].dtype) + " o" + std::to_string(si) + "[W];");
+    for (int si : vec_stores) w.line(compute_type(k.nodes[k.stores[si].node].dtype) + " st" + std::to_string(si) + "[W];");
     w.line("#pragma unroll");
     w.line("for (int j = 0; j < W; ++j) {");
     w.push();
     const std::string saved = w.indent;
     w.indent += "  ";
     w.line("const long long c = static_cast<long long>(" + chunk_var + ") * W + j;");
+    w.line("(void)c;");
     for (std::size_t i = 0; i < k.stores.size(); ++i) {
       const Store& s = k.stores[i];
       const Buffer& b = k.buffers[s.access.buffer];
       if (skip_row_stores && k.nodes[s.node].level != Level::kElem && is_const(k, s.access.inner, 0)) continue;
       const std::string v = w.value(s.node);
       if (std::find(vec_stores.begin(), vec_stores.end(), static_cast<int>(i)) != vec_stores.end()) {
-        w.line("o" + std::to_string(i) + "[j] = " + v + ";  // " + b.name);
+        w.line("st" + std::to_string(i) + "[j] = " + v + ";  // " + b.name);
       } else {
         const bool per_row = is_const(k, s.access.inner, 0);
         const std::string cond = per_row ? "if (c == 0) " : "";
@@ -427,7 +429,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     for (int si : vec_stores) {
       const Store& s = k.stores[si];
       const Buffer& b = k.buffers[s.access.buffer];
-      w.line("kw_store_chunk<W>(" + w.buf(s.access.buffer) + " + (" + w.row_offset(s.access) + ") + static_cast<long long>(" + chunk_var + ") * W, o" +
+      w.line("kw_store_chunk<W>(" + w.buf(s.access.buffer) + " + (" + w.row_offset(s.access) + ") + static_cast<long long>(" + chunk_var + ") * W, st" +
              std::to_string(si) + ");  // " + b.name);
     }
   };
@@ -516,6 +518,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
               const std::string s2 = w.indent;
               w.indent += "  ";
               w.line("const long long c = static_cast<long long>(" + chunk_var + ") * W + j;");
+              w.line("(void)c;");
               w.line("const auto x = " + w.value(n.args[0]) + ";");
               w.line(rc.combine);
               w.indent = s2;

@@ -236,9 +236,9 @@ struct kw_chunk {
 
   KWIKI_DEVICE void load(const T* __restrict__ p) {
     if constexpr (kBytes < 4) {
-      w[0] = 0;
-      if constexpr (sizeof(T) == 1) w[0] = kwiki::bit_cast<unsigned char>(p[0]);
-      else w[0] = kwiki::bit_cast<unsigned short>(p[0]);
+      const T v = p[0];  // one element load (bit_cast of p[0] itself would read it byte by byte)
+      if constexpr (sizeof(T) == 1) w[0] = kwiki::bit_cast<unsigned char>(v);
+      else w[0] = kwiki::bit_cast<unsigned short>(v);
     } else if constexpr (kBytes % 16 == 0) {
 #pragma unroll
       for (int q = 0; q < kBytes / 16; ++q) {
@@ -287,11 +287,24 @@ KWIKI_DEVICE void kw_store_chunk(T* __restrict__ p, const V (&v)[W]) {
         w[2 * j + 1] = static_cast<unsigned int>(u >> 32);
       }
     }
+    // Explicit vector stores: nvcc splits a uint4 struct store into four when it cannot prove the
+    // address aligned (a row offset of several runtime terms), which the launcher has checked.
     if constexpr (kBytes % 16 == 0) {
 #pragma unroll
-      for (int q = 0; q < kBytes / 16; ++q) reinterpret_cast<uint4*>(p)[q] = make_uint4(w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]);
+      for (int q = 0; q < kBytes / 16; ++q) {
+        const uint4 u = make_uint4(w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]);
+#if KWIKI_PLATFORM_CUDA
+        __stwb(reinterpret_cast<uint4*>(p) + q, u);
+#else
+        reinterpret_cast<uint4*>(p)[q] = u;
+#endif
+      }
     } else if constexpr (kBytes == 8) {
+#if KWIKI_PLATFORM_CUDA
+      __stwb(reinterpret_cast<uint2*>(p), make_uint2(w[0], w[1]));
+#else
       *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+#endif
     } else {
       *reinterpret_cast<unsigned int*>(p) = w[0];
     }

@@ -467,10 +467,76 @@ class PagedDecodeAttention:
         return [q.contiguous(), kc.contiguous(), vc.contiguous(), bt, sl, out, po, pl], [bsz, hq, hkv, d, page, mb, splits], [scale], {"out": out}
 
 
+TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64", "fp8_e4m3fn": "float8_e4m3fn",
+                "fp8_e4m3fnuz": "float8_e4m3fnuz", "int8": "int8", "uint8": "uint8", "int16": "int16", "int32": "int32", "int64": "int64",
+                "bool": "bool"}
+
+
+class Generated:
+    """The generator's kernels (planner/generator/): the binding carries the IR's launch recipe
+    (buffers, size expressions, floats, results); kwiki plan decides the fit, not bind."""
+    name = "generated"
+
+    def bind(self, s):
+        raise NoFit("the generator's fit is decided by kwiki plan (plans/kernel_ir.json)")
+
+    def prepare(self, b, get):
+        r = b["recipe"]
+        held = {}
+
+        def tensor(name):  # an input "x", or a parameter "param:w"
+            if name not in held:
+                held[name] = get(("param", name[6:]) if name.startswith("param:") else ("input", name))
+            return held[name]
+
+        def scalar(source):
+            kind, name = source.split(":", 1)
+            return get((kind, name))
+
+        def size(e):
+            if "const" in e:
+                return int(e["const"])
+            if "scalar" in e:
+                return int(scalar(e["scalar"]))
+            t = tensor(e["tensor"])
+            first, last = e["dims"]
+            rank = t.dim()
+            lo = first + rank if first < 0 else first
+            hi = last + rank if (last <= 0 and first < 0) else last
+            p = 1
+            for d in t.shape[lo:hi]:
+                p *= int(d)
+            v = p * int(e["num"])
+            if v % int(e["den"]):
+                raise RuntimeError("%s gives a size the kernel cannot use (%d / %d)" % (e["tensor"], v, int(e["den"])))
+            return v // int(e["den"])
+
+        sizes = [size(e) for e in r["size_exprs"]]
+        floats = [float(scalar(f["source"])) if f.get("source") else f["literal"] for f in r["floats"]]
+        device = next((tensor(x["name"]).device for x in r["buffers"] if x["role"] != "output"), None)
+        tensors = []
+        for buf in r["buffers"]:
+            shape = [sizes[i] for i in buf["shape"]]
+            if buf["role"] == "output":
+                t = empty(shape, getattr(torch, TORCH_DTYPES[buf["dtype"]]), device)
+            else:
+                t = tensor(buf["name"])
+                if list(t.shape) != shape:
+                    raise RuntimeError("%s has shape %s; the generated kernel was written for %s" % (buf["name"], list(t.shape), shape))
+                if buf["role"] == "updated":
+                    if not t.is_contiguous():
+                        raise RuntimeError("the generated kernel writes %s in place, which needs it contiguous" % buf["name"])
+                else:
+                    t = t.contiguous()
+            tensors.append(t)
+        outs = {res["name"]: tensors[res["buffer"]] for res in r["results"]}
+        return tensors, sizes, floats, outs
+
+
 # Every family with a V0 kernel, by its table name (the C++ table lists the same names, in this order).
 FAMILIES = {f.name: f for f in (FusedAddRmsNorm(), RowNorm("rms_norm", False), RowNorm("layer_norm", True), RowMap("softmax", False),
                                 RowReduce(), RowMap("silu_and_mul", True), RowMap("gelu_and_mul", True), Fp8Quant(), MoeGating(),
-                                Gemm(), PagedDecodeAttention())}
+                                Gemm(), PagedDecodeAttention(), Generated())}
 
 
 def launch_twin(lib, family, tensors, dims, params):
