@@ -1,0 +1,134 @@
+# generated_bench.py: the generator's V0 against kwiki's hand template, torch eager and torch.compile,
+# side by side in one process per task, on the GPU here. Every candidate is checked against the
+# eager reference first, then timed the same way: captured in a CUDA graph and replayed (plain calls
+# when capture fails), the L2 flushed before each repetition, median of REPS.
+# Usage: python generated_bench.py WORK TASK_DIR [--warm-only]
+#   WORK/ws/<task>/gen  (kwiki plan --pattern generated; kwiki baseline) and, when present,
+#   WORK/ws/<task>/hand (the hand-written family's workspace). One JSON line per shape on stdout.
+import importlib.util
+import json
+import math
+import os
+import sys
+
+import torch
+
+REPS, WARMUP = 50, 10
+
+
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def flatten(out):
+    if isinstance(out, dict):
+        return list(out.items())
+    if isinstance(out, (tuple, list)):
+        return [("out%d" % i, v) for i, v in enumerate(out)]
+    return [("out", out)]
+
+
+def timed(fn, flush):
+    """Median, p10, p90 in us of fn() replayed from a CUDA graph (or called), L2 flushed each time."""
+    for _ in range(WARMUP):
+        fn()
+    torch.cuda.synchronize()
+    run, mode = fn, "call"
+    try:
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            with torch.cuda.graph(graph, stream=stream):
+                fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph.replay()
+        torch.cuda.synchronize()
+        run, mode = graph.replay, "graph"
+    except Exception:
+        torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(REPS):
+        flush.sum()
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) * 1e3)
+    times.sort()
+    q = lambda p: times[min(len(times) - 1, int(round(p * (len(times) - 1))))]
+    return {"median": q(0.5), "p10": q(0.1), "p90": q(0.9), "mode": mode}
+
+
+def ceilings(flush):
+    """The copy bandwidth (1 GiB read + written) and the launch floor (one tiny kernel replayed)."""
+    a = torch.empty(1 << 28, dtype=torch.float32, device="cuda")
+    b = torch.empty_like(a)
+    copy = timed(lambda: b.copy_(a), flush)
+    tiny = torch.zeros(1, device="cuda")
+    floor = timed(lambda: tiny.add_(1), flush)
+    return {"copy_tb_s": 2 * a.numel() * 4 / (copy["median"] * 1e-6) / 1e12, "launch_floor_us": floor["median"]}
+
+
+def main():
+    work, task_dir = sys.argv[1], os.path.abspath(sys.argv[2])
+    warm_only = "--warm-only" in sys.argv
+    name = os.path.basename(task_dir.rstrip("/"))
+    sys.path.insert(0, os.path.join(work, "ws", name, "gen"))
+    import kwiki_device  # noqa: F401  (the workspace's copy)
+    import kwiki_families
+    factory = load("kwiki_bench_input", os.path.join(task_dir, "input.py"))
+    reference = load("reference", os.path.join(task_dir, "reference.py"))
+    candidates = {}
+    for kind in ("gen", "hand"):
+        ws = os.path.join(work, "ws", name, kind)
+        if os.path.exists(os.path.join(ws, "build", "kernel.so")):
+            os.environ["KWIKI_KERNEL_SO"] = os.path.join(ws, "build", "kernel.so")
+            candidates[kind] = load("kernel_" + kind, os.path.join(ws, "kernel.py"))
+            candidates[kind]._gpu_library()  # bind this workspace's library now (the variable changes below)
+    os.environ.pop("KWIKI_KERNEL_SO", None)
+    shapes = json.load(open(os.path.join(task_dir, "shapes.json")))
+    flush = torch.zeros(2 * 128 * 1024 * 1024 // 4, device="cuda")  # 2x the H200's 50 MB L2, rounded up
+    base = None if warm_only else ceilings(flush)
+    for sid, spec in shapes.items():
+        spec = spec or {}
+        init, kw = spec.get("init_kwargs") or {}, dict(spec.get("input_kwargs") or {})
+        torch.manual_seed(0)
+        inputs = factory._make_inputs(**kw)
+        inputs = {k: (v.cuda() if torch.is_tensor(v) else v) for k, v in inputs.items()}
+        ref = reference.Model(**init).cuda()
+        clone = lambda: {k: (v.clone() if torch.is_tensor(v) else v) for k, v in inputs.items()}
+        with torch.no_grad():
+            want = flatten(ref(**clone()))
+        compiled = torch.compile(ref)
+        with torch.no_grad():
+            compiled(**clone())
+        if warm_only:
+            continue
+        row = {"task": name, "shape": sid, "bytes": sum(v.numel() * v.element_size() for v in inputs.values() if torch.is_tensor(v)) +
+               sum(v.numel() * v.element_size() for _, v in want if torch.is_tensor(v)), "ceilings": base}
+        for kind, mod in candidates.items():
+            model = mod.Model(**init).cuda()
+            args = clone()
+            launch, result = model.prepare(**args)
+            launch()
+            torch.cuda.synchronize()
+            got = flatten(result())
+            ok = all(kwiki_families.compare(n, g, w)[0] for (n, g), (_, w) in zip(got, want)) and len(got) == len(want)
+            row[kind] = {"ok": ok}
+            if ok:
+                row[kind].update(timed(launch, flush))
+        fixed = clone()
+        with torch.no_grad():
+            row["eager"] = timed(lambda: ref(**fixed), flush)
+            row["compile"] = timed(lambda: compiled(**fixed), flush)
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# generated_h200.sh: the generator's V0s on the GPU here (an H200): every task planned with
+# --pattern generated and checked by kwiki baseline (correctness, all shapes); the hand family's
+# V0 beside it where one is proven; then each task timed in one process (generated_bench.py:
+# generated, hand template, torch eager, torch.compile) and the table printed (generated_table.py).
+# Usage: bench/gpu/generated_h200.sh KWIKI WORK [TASK...]   (default: every data/tasks task)
+#        Phases by $PHASES (default "check warm time table"); $JOBS parallel checks (default 8).
+set -uo pipefail
+kwiki=$(readlink -f "$1")
+work=$(mkdir -p "$2" && cd "$2" && pwd)
+shift 2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+jobs=${JOBS:-8}
+phases=${PHASES:-check warm time table}
+export KWIKI_BUNDLED_WIKI=${KWIKI_BUNDLED_WIKI:-$root/gpu-wiki} KWIKI_INDEX=${KWIKI_INDEX:-$work/index}
+tasks=("$@")
+if ((${#tasks[@]} == 0)); then
+  for d in "$root"/data/tasks/*/; do tasks+=("$(basename "$d")"); done
+fi
+check() {  # plan (generated, and the default family) and check correctness on the GPU, no timing
+  local t=$1 kind
+  for kind in gen hand; do
+    local ws=$work/ws/$t/$kind args=()
+    [[ $kind == gen ]] && args=(--pattern generated)
+    rm -rf "$ws"
+    "$kwiki" plan --task "$root/data/tasks/$t" --gpu H200 --workspace "$ws" "${args[@]}" --json > "$work/$t.$kind.plan.json" 2> "$work/$t.$kind.plan.err"
+    local fam
+    fam=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['pattern']['name'])" "$work/$t.$kind.plan.json" 2>/dev/null)
+    if [[ $fam == unknown || -z $fam || ($kind == hand && $fam == generated) ]]; then
+      rm -rf "$ws"
+      continue
+    fi
+    "$kwiki" baseline --workspace "$ws" --no-timing --no-commit --json > "$work/$t.$kind.check.json" 2> "$work/$t.$kind.check.err"
+  done
+}
+passed() { python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1])).get('status')=='PASS' else 1)" "$1" 2>/dev/null; }
+if [[ " $phases " == *" check "* ]]; then
+  "$kwiki" index --json > "$work/index.json" || exit 1
+  export -f check
+  export kwiki work root
+  printf '%s\n' "${tasks[@]}" | xargs -P "$jobs" -I{} bash -c 'check "$@"' _ {}
+fi
+ready=()
+for t in "${tasks[@]}"; do
+  passed "$work/$t.gen.check.json" && ready+=("$t")
+done
+if [[ " $phases " == *" warm "* ]]; then  # torch.compile's caches filled in parallel, before any timing
+  printf '%s\n' "${ready[@]}" | xargs -P "$jobs" -I{} sh -c 'python3 "$0/bench/gpu/generated_bench.py" "$1" "$0/data/tasks/$2" --warm-only > "$1/$2.warm.log" 2>&1' "$root" "$work" {}
+fi
+if [[ " $phases " == *" time "* ]]; then  # one task at a time: no timing shares the GPU
+  : > "$work/results.jsonl"
+  for t in "${ready[@]}"; do
+    timeout 300 python3 "$root/bench/gpu/generated_bench.py" "$work" "$root/data/tasks/$t" >> "$work/results.jsonl" 2> "$work/$t.time.err"
+  done
+fi
+if [[ " $phases " == *" table "* ]]; then
+  python3 "$root/bench/gpu/generated_table.py" "$work" "${tasks[@]}"
+fi
