@@ -2,7 +2,7 @@
 # side by side in one process per task, on the GPU here. Every candidate is checked against the
 # eager reference first, then timed the same way: captured in a CUDA graph and replayed (plain calls
 # when capture fails), the L2 flushed before each repetition, median of REPS.
-# Usage: python generated_bench.py WORK TASK_DIR [--warm-only]
+# Usage: python generated_bench.py WORK TASK_DIR... [--warm-only]
 #   WORK/ws/<task>/gen  (kwiki plan --pattern generated; kwiki baseline) and, when present,
 #   WORK/ws/<task>/hand (the hand-written family's workspace). One JSON line per shape on stdout.
 import importlib.util
@@ -66,35 +66,32 @@ def timed(fn, flush):
 
 
 def ceilings(flush):
-    """The copy bandwidth (1 GiB read + written) and the launch floor (one tiny kernel replayed)."""
+    """The copy bandwidth (1 GiB read + written: the better of copy_ and an elementwise kernel
+    writing a + 0) and the launch floor (one tiny kernel replayed)."""
     a = torch.empty(1 << 28, dtype=torch.float32, device="cuda")
     b = torch.empty_like(a)
-    copy = timed(lambda: b.copy_(a), flush)
+    copy = min(timed(lambda: b.copy_(a), flush)["median"], timed(lambda: torch.add(a, 0.0, out=b), flush)["median"])
     tiny = torch.zeros(1, device="cuda")
     floor = timed(lambda: tiny.add_(1), flush)
-    return {"copy_tb_s": 2 * a.numel() * 4 / (copy["median"] * 1e-6) / 1e12, "launch_floor_us": floor["median"]}
+    return {"copy_tb_s": 2 * a.numel() * 4 / (copy * 1e-6) / 1e12, "launch_floor_us": floor["median"]}
 
 
-def main():
-    work, task_dir = sys.argv[1], os.path.abspath(sys.argv[2])
-    warm_only = "--warm-only" in sys.argv
+def bench_task(work, task_dir, warm_only, flush, base):
     name = os.path.basename(task_dir.rstrip("/"))
     sys.path.insert(0, os.path.join(work, "ws", name, "gen"))
     import kwiki_device  # noqa: F401  (the workspace's copy)
     import kwiki_families
-    factory = load("kwiki_bench_input", os.path.join(task_dir, "input.py"))
-    reference = load("reference", os.path.join(task_dir, "reference.py"))
+    factory = load("kwiki_bench_input_" + name, os.path.join(task_dir, "input.py"))
+    reference = load("reference", os.path.join(task_dir, "reference.py"))  # kernel.py imports it by this name
     candidates = {}
     for kind in ("gen", "hand"):
         ws = os.path.join(work, "ws", name, kind)
         if os.path.exists(os.path.join(ws, "build", "kernel.so")):
             os.environ["KWIKI_KERNEL_SO"] = os.path.join(ws, "build", "kernel.so")
-            candidates[kind] = load("kernel_" + kind, os.path.join(ws, "kernel.py"))
+            candidates[kind] = load("kernel_%s_%s" % (kind, name), os.path.join(ws, "kernel.py"))
             candidates[kind]._gpu_library()  # bind this workspace's library now (the variable changes below)
     os.environ.pop("KWIKI_KERNEL_SO", None)
     shapes = json.load(open(os.path.join(task_dir, "shapes.json")))
-    flush = torch.zeros(2 * 128 * 1024 * 1024 // 4, device="cuda")  # 2x the H200's 50 MB L2, rounded up
-    base = None if warm_only else ceilings(flush)
     for sid, spec in shapes.items():
         spec = spec or {}
         init, kw = spec.get("init_kwargs") or {}, dict(spec.get("input_kwargs") or {})
@@ -128,6 +125,19 @@ def main():
             row["eager"] = timed(lambda: ref(**fixed), flush)
             row["compile"] = timed(lambda: compiled(**fixed), flush)
         print(json.dumps(row), flush=True)
+
+
+def main():
+    """Usage: generated_bench.py WORK TASK_DIR... [--warm-only]: the tasks one after another in this process."""
+    work = sys.argv[1]
+    warm_only = "--warm-only" in sys.argv
+    flush = torch.zeros(2 * 128 * 1024 * 1024 // 4, device="cuda")  # 2x the H200's 50 MB L2, rounded up
+    base = None if warm_only else ceilings(flush)
+    for task_dir in [a for a in sys.argv[2:] if not a.startswith("--")]:
+        try:
+            bench_task(work, os.path.abspath(task_dir), warm_only, flush, base)
+        except Exception as e:  # one task's failure is reported, the others still run
+            print(json.dumps({"task": os.path.basename(task_dir.rstrip("/")), "error": "%s: %s" % (type(e).__name__, e)}), flush=True)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 # V0 beside it where one is proven; then each task timed in one process (generated_bench.py:
 # generated, hand template, torch eager, torch.compile) and the table printed (generated_table.py).
 # Usage: bench/gpu/generated_h200.sh KWIKI WORK [TASK...]   (default: every data/tasks task)
-#        Phases by $PHASES (default "check warm time table"); $JOBS parallel checks (default 8).
+#        Phases by $PHASES (default "check warm time table"); $JOBS parallel checks (default 8);
+#        $GEN_ONLY: tasks whose hand family is not planned beside the generated V0.
 set -uo pipefail
 kwiki=$(readlink -f "$1")
 work=$(mkdir -p "$2" && cd "$2" && pwd)
@@ -17,9 +18,10 @@ tasks=("$@")
 if ((${#tasks[@]} == 0)); then
   for d in "$root"/data/tasks/*/; do tasks+=("$(basename "$d")"); done
 fi
-check() {  # plan (generated, and the default family) and check correctness on the GPU, no timing
-  local t=$1 kind
-  for kind in gen hand; do
+check() {  # plan (generated, and the default family unless $GEN_ONLY names the task) and check on the GPU, no timing
+  local t=$1 kind kinds=(gen hand)
+  [[ " ${GEN_ONLY:-} " == *" $t "* ]] && kinds=(gen)
+  for kind in "${kinds[@]}"; do
     local ws=$work/ws/$t/$kind args=()
     [[ $kind == gen ]] && args=(--pattern generated)
     rm -rf "$ws"
@@ -37,7 +39,7 @@ passed() { python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]
 if [[ " $phases " == *" check "* ]]; then
   "$kwiki" index --json > "$work/index.json" || exit 1
   export -f check
-  export kwiki work root
+  export kwiki work root GEN_ONLY
   printf '%s\n' "${tasks[@]}" | xargs -P "$jobs" -I{} bash -c 'check "$@"' _ {}
 fi
 ready=()
@@ -48,10 +50,9 @@ if [[ " $phases " == *" warm "* ]]; then  # torch.compile's caches filled in par
   printf '%s\n' "${ready[@]}" | xargs -P "$jobs" -I{} sh -c 'python3 "$0/bench/gpu/generated_bench.py" "$1" "$0/data/tasks/$2" --warm-only > "$1/$2.warm.log" 2>&1' "$root" "$work" {}
 fi
 if [[ " $phases " == *" time "* ]]; then  # one task at a time: no timing shares the GPU
-  : > "$work/results.jsonl"
-  for t in "${ready[@]}"; do
-    timeout 300 python3 "$root/bench/gpu/generated_bench.py" "$work" "$root/data/tasks/$t" >> "$work/results.jsonl" 2> "$work/$t.time.err"
-  done
+  dirs=()
+  for t in "${ready[@]}"; do dirs+=("$root/data/tasks/$t"); done
+  python3 "$root/bench/gpu/generated_bench.py" "$work" "${dirs[@]}" > "$work/results.jsonl" 2> "$work/time.err"
 fi
 if [[ " $phases " == *" table "* ]]; then
   python3 "$root/bench/gpu/generated_table.py" "$work" "${tasks[@]}"

@@ -24,8 +24,8 @@ std::string storage_type(DType d, Backend b) {
     case DType::kBF16: return gpu ? "kwiki_bf16" : "kw_bf16";
     case DType::kF16: return gpu ? "kwiki_half" : "kw_f16";
     case DType::kF64: return "double";
-    case DType::kE4M3FN: return "kw_e4m3fn";
-    case DType::kE4M3FNUZ: return "kw_e4m3fnuz";
+    case DType::kE4M3FN: return gpu ? "kwgen::kw_e4m3fn" : "kw_e4m3fn";
+    case DType::kE4M3FNUZ: return gpu ? "kwgen::kw_e4m3fnuz" : "kw_e4m3fnuz";
     case DType::kI8: return "signed char";
     case DType::kU8: return "unsigned char";
     case DType::kI16: return "short";
@@ -60,6 +60,8 @@ struct Analysis {
   std::map<int, int> chunk_of;  ///< load node -> chunk index (loads of one access share a chunk)
   std::vector<int> chunk_node;  ///< chunk index -> its first load node
   std::vector<int> reduces;     ///< reduce nodes in order
+  std::vector<bool> row_varying;  ///< chunk index -> its access moves with the row (else: the same for every row, a weight)
+  std::vector<int> kept;        ///< elementwise values one pass computes and a later pass reads again (kept in registers when they fit)
 };
 
 bool is_const(const Kernel& k, int slot, long long v) {
@@ -101,8 +103,51 @@ Analysis analyse(const Kernel& k) {
       by_access[key] = static_cast<int>(a.chunk_node.size());
       a.chunk_of[id] = static_cast<int>(a.chunk_node.size());
       a.chunk_node.push_back(id);
+      bool varies = false;
+      for (int o : n.access.outer) varies = varies || !is_const(k, o, 0);
+      a.row_varying.push_back(varies);
     }
   }
+  // Passes: one per reduction, then the stores. A computed elementwise value two passes need is
+  // kept from the first (exp(x - max) of a softmax), unless it only converts a loaded element.
+  std::vector<std::set<int>> passes;
+  const auto closure = [&](int root) {
+    std::set<int> out;
+    std::function<void(int)> walk = [&](int id) {
+      if (out.count(id) || a.guarded.count(id)) return;
+      const Node& n = k.nodes[id];
+      if (n.op == OpKind::kReduce && id != root) return;
+      out.insert(id);
+      if (n.op == OpKind::kSelect) return;
+      for (int x : n.args) walk(x);
+    };
+    walk(root);
+    out.erase(root);
+    return out;
+  };
+  for (int r : a.reduces) passes.push_back(closure(r));
+  std::set<int> final_pass;
+  for (const auto& s : k.stores)
+    for (int id : closure(s.node)) final_pass.insert(id);
+  for (const auto& s : k.stores) final_pass.insert(s.node);
+  passes.push_back(final_pass);
+  for (int id = 0; id < static_cast<int>(k.nodes.size()); ++id) {
+    const Node& n = k.nodes[id];
+    if (n.level != Level::kElem || n.op == OpKind::kLoad || n.op == OpKind::kReduce) continue;
+    if (n.op == OpKind::kCast && k.nodes[n.args[0]].op == OpKind::kLoad) continue;
+    int uses = 0;
+    for (const auto& p : passes) uses += p.count(id) > 0;
+    if (uses < 2) continue;
+    // Keep only the outermost: a kept value's operands are not kept for its sake.
+    a.kept.push_back(id);
+  }
+  std::set<int> inner;
+  for (int id : a.kept)
+    for (int x : closure(id)) inner.insert(x);
+  std::vector<int> outer;
+  for (int id : a.kept)
+    if (!inner.count(id)) outer.push_back(id);
+  a.kept = outer;
   return a;
 }
 
@@ -122,7 +167,7 @@ class Writer {
   }
   std::string fparam(int i) const {
     const FloatParam& f = k_.floats[i];
-    if (f.source.empty()) return float_literal(f.literal);
+    if (f.source.empty() && f.fn.empty()) return float_literal(f.literal);
     return "a.f[" + std::to_string(i) + "]";
   }
   std::string row_offset(const Access& acc) const {
@@ -164,11 +209,45 @@ class Writer {
     for (int t : targets) walk(t);
   }
 
+  /// Kept values (register variant): 0 not yet computed, 1 computed in this pass, 2 readable from keep<id>.
+  std::map<int, int> keep_state;
+  /// After a pass: what it computed is readable in the next.
+  void end_pass() {
+    for (auto& [id, st] : keep_state)
+      if (st == 1) st = 2;
+  }
+
   std::string value(int id) {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
       if (const auto f = it->find(id); f != it->end()) return f->second;
     const Node& n = k_.nodes[id];
     const std::string v = "v" + std::to_string(id);
+    if (const auto ks = keep_state.find(id); ks != keep_state.end() && ks->second == 2) {
+      // Read back when the kept values fit in registers (kKeep), else computed again.
+      line(compute_type(n.dtype) + " " + v + ";");
+      line("if constexpr (kKeep) {");
+      line("  " + v + " = keep" + std::to_string(id) + "[i][j];");
+      line("} else {");
+      push();
+      const std::string saved = indent;
+      indent += "  ";
+      ks->second = 3;
+      const std::string inner = value(id);
+      ks->second = 2;
+      line(v + " = " + inner + ";");
+      indent = saved;
+      pop();
+      line("}");
+      scopes_.back()[id] = v;
+      return v;
+    }
+    if (const auto ks = keep_state.find(id); ks != keep_state.end() && ks->second == 3) {
+      // The recomputation inside the fallback branch: an ordinary value under another name.
+      ks->second = 4;
+      const std::string inner = value(id);
+      ks->second = 3;
+      return inner;
+    }
     const std::string ct = compute_type(n.dtype);
     std::string expr;
     switch (n.op) {
@@ -209,9 +288,14 @@ class Writer {
         return v;
       }
     }
-    line("const " + ct + " " + v + " = " + expr + ";" + (n.source.empty() ? "" : "  // " + n.source));
-    scopes_.back()[id] = v;
-    return v;
+    const std::string name = keep_state.count(id) && keep_state[id] == 4 ? v + "r" : v;
+    line("const " + ct + " " + name + " = " + expr + ";" + (n.source.empty() ? "" : "  // " + n.source));
+    if (const auto ks = keep_state.find(id); ks != keep_state.end() && ks->second == 0) {
+      line("if constexpr (kKeep) keep" + std::to_string(id) + "[i][j] = " + name + ";");
+      ks->second = 1;
+    }
+    scopes_.back()[id] = name;
+    return name;
   }
 
   std::string round(DType d, const std::string& x) const {
@@ -391,7 +475,15 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
   const int vw = vector_width(k, an);
   Writer probe(k, backend, an);
 
-  std::string src = gpu_prelude();
+  // Fast math when every result is stored as bf16 or fp16 (the prelude's kw_exp, kw_tanh, kw_div).
+  bool narrow = !k.stores.empty();
+  for (const auto& st : k.stores) {
+    const DType d = k.buffers[st.access.buffer].dtype;
+    narrow = narrow && (d == DType::kBF16 || d == DType::kF16);
+  }
+  std::string src = std::string("#define KWGEN_FAST_MATH ") + (narrow ? "1" : "0") + "  // every result is " +
+                    (narrow ? "bf16/fp16: approximate exp, tanh and division" : "not only bf16/fp16: accurate exp, tanh and division") + "\n" +
+                    gpu_prelude();
   src += "\nnamespace kwgen {\n\n" + args_struct(k, backend) + "\n";
 
   // Stores that take W outputs of one chunk at once.
@@ -475,13 +567,27 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     const auto body = [&](bool registers) {
       Writer w(k, backend, an);
       w.indent = "      ";
-      if (registers) w.chunk_value = [&](int id) { return "s.l" + std::to_string(an.chunk_of.at(id)) + "[i].get(j)"; };
-      else w.chunk_value = [&](int id) { return "l" + std::to_string(an.chunk_of.at(id)) + ".get(j)"; };
+      if (registers) {
+        w.chunk_value = [&](int id) {
+          const int ci = an.chunk_of.at(id);
+          return (an.row_varying[ci] ? "s.l" + std::to_string(ci) + "[i]" : "l" + std::to_string(ci)) + ".get(j)";
+        };
+        for (int id : an.kept) w.keep_state[id] = 0;
+      } else {
+        w.chunk_value = [&](int id) { return "l" + std::to_string(an.chunk_of.at(id)) + ".get(j)"; };
+      }
       w.out() += row_coords(k, w, "      ");
+      if (registers && !an.kept.empty()) {
+        w.line("// Values a later pass reads again, kept in registers when " + std::to_string(an.kept.size()) + " x VPT x W fit in 16 floats.");
+        w.line("constexpr bool kKeep = " + std::to_string(an.kept.size()) + " * VPT * W <= 16;");
+        for (int id : an.kept)
+          w.line(compute_type(k.nodes[id].dtype) + " keep" + std::to_string(id) + "[kKeep ? VPT : 1][kKeep ? W : 1];");
+      }
       const std::string open = registers ? "for (int i = 0; i < VPT; ++i) {\n" : "for (int chunk = r; chunk < nacc; chunk += gs) {\n";
       const std::string chunk_var = registers ? "chunk" : "chunk";
       std::set<int> done;
       const auto pass = [&](const std::function<void()>& inner_body, const std::function<void()>& after) {
+        if (registers) w.line("#pragma unroll");
         w.line(open.substr(0, open.size() - 1));
         w.push();
         const std::string saved = w.indent;
@@ -490,6 +596,13 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
           w.line("const int chunk = r + i * gs;");
           w.line("if (chunk < nacc) {");
           w.indent += "  ";
+          // Chunks every row reads alike (weights) are loaded where used, not held per row.
+          for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
+            if (an.row_varying[ci]) continue;
+            const Node& ln = k.nodes[an.chunk_node[ci]];
+            w.line("kw_chunk<" + storage_type(k.buffers[ln.access.buffer].dtype, backend) + ", W> l" + std::to_string(ci) + ";");
+            w.line("l" + std::to_string(ci) + ".load(" + w.buf(ln.access.buffer) + " + (" + w.row_offset(ln.access) + ") + static_cast<long long>(chunk) * W);");
+          }
         } else {
           chunk_loads(w, "chunk");
         }
@@ -501,6 +614,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
         w.indent = saved;
         w.pop();
         w.line("}");
+        w.end_pass();
         after();
       };
       for (int id : an.reduces) {
@@ -567,9 +681,13 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     src += "  using G = kwiki::RowGroup<kWarpRow>;\n  const int r = G::rank();\n  const int gs = G::size();\n";
     src += "  const long long rows = " + rows_expr(k, probe) + ";\n  const int nacc = static_cast<int>(" + probe.size(k.inner) + " / W);\n";
     src += "  if constexpr (VPT > 0) {\n    struct Slice {\n";
-    for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci)
+    bool any_slice = false;
+    for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
+      if (!an.row_varying[ci]) continue;
+      any_slice = true;
       src += "      kw_chunk<" + storage_type(k.buffers[k.nodes[an.chunk_node[ci]].access.buffer].dtype, backend) + ", W> l" + std::to_string(ci) + "[VPT];\n";
-    if (an.chunk_node.empty()) src += "      int unused;\n";
+    }
+    if (!any_slice) src += "      int unused;\n";
     src += "    };\n    kwiki::for_each_row_prefetched<G, Slice>(\n        rows,\n        [&](long long row, Slice& s) {\n";
     {
       Writer w(k, backend, an);
@@ -580,6 +698,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
       w.line("  const int chunk = r + i * gs;");
       w.line("  if (chunk < nacc) {");
       for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
+        if (!an.row_varying[ci]) continue;
         const Node& n = k.nodes[an.chunk_node[ci]];
         w.line("    s.l" + std::to_string(ci) + "[i].load(" + w.buf(n.access.buffer) + " + (" + w.row_offset(n.access) + ") + static_cast<long long>(chunk) * W);");
       }

@@ -112,6 +112,7 @@ template <> struct kw_store<bool> { template <class V> static bool of(V x) { ret
 template <class T> struct kw_store { template <class V> static T of(V x) { return static_cast<T>(static_cast<long long>(x)); } };
 template <class T, class V> inline T kw_from_c(V x) { return kw_store<T>::of(x); }
 
+template <class A, class B> inline float kw_div(A a, B b) { return static_cast<float>(a) / static_cast<float>(b); }  // true division, as torch's
 inline float kw_abs(float x) { return std::fabs(x); }
 inline long long kw_abs(long long x) { return x < 0 ? -x : x; }
 inline bool kw_abs(bool x) { return x; }
@@ -207,6 +208,37 @@ KWIKI_DEVICE T kw_from_c(V x) {
   else if constexpr (std::is_same<T, kw_e4m3fnuz>::value) return kw_e4m3fnuz{kw_f_e4m3<true>(static_cast<float>(x))};
   else if constexpr (std::is_same<T, bool>::value) return x != 0;
   else return static_cast<T>(static_cast<long long>(x));
+}
+
+// Exponential, tanh and division: the accurate forms, or with KWGEN_FAST_MATH (set when every
+// result is stored as bf16 or fp16, whose rounding is 2^-8 or 2^-11 relative) the hardware's
+// approximations (ex2.approx, tanh.approx, rcp-based division: about 2^-22 relative).
+#ifndef KWGEN_FAST_MATH
+#define KWGEN_FAST_MATH 0
+#endif
+KWIKI_DEVICE float kw_exp(float x) {
+#if KWGEN_FAST_MATH
+  return __expf(x);
+#else
+  return expf(x);
+#endif
+}
+KWIKI_DEVICE float kw_tanh(float x) {
+#if KWGEN_FAST_MATH && KWIKI_PLATFORM_CUDA
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return tanhf(x);
+#endif
+}
+template <class A, class B>
+KWIKI_DEVICE float kw_div(A a, B b) {
+#if KWGEN_FAST_MATH
+  return __fdividef(static_cast<float>(a), static_cast<float>(b));
+#else
+  return static_cast<float>(a) / static_cast<float>(b);
+#endif
 }
 
 KWIKI_DEVICE float kw_abs(float x) { return fabsf(x); }

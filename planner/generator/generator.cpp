@@ -211,8 +211,19 @@ Checked prove_shape(const Kernel& k, LaunchFn launch, const detail::Trace& trace
   }
   std::vector<double> floats;
   for (const auto& f : k.floats) {
-    if (f.source.empty()) floats.push_back(f.literal);
-    else floats.push_back(sample.scalars.at(f.source).get<double>());
+    if (!f.fn.empty()) {
+      const auto v = eval_size(f.size, sample);
+      if (!v || *v <= 0) {
+        why = "a constant derived from a size has no value on shape \"" + st.id + "\"";
+        return Checked::kFail;
+      }
+      const double d = static_cast<double>(*v);
+      floats.push_back(f.fn == "sqrt" ? std::sqrt(d) : f.fn == "rsqrt" ? 1 / std::sqrt(d) : f.fn == "recip" ? 1 / d : d);
+    } else if (f.source.empty()) {
+      floats.push_back(f.literal);
+    } else {
+      floats.push_back(sample.scalars.at(f.source).get<double>());
+    }
   }
   const auto find = [](const std::vector<detail::TracedTensor>& list, const std::string& name) -> const detail::TracedTensor* {
     for (const auto& t : list)
@@ -322,7 +333,7 @@ std::vector<GraphSample> samples_of(const detail::ShapeTrace& s, const json& rea
   out.push_back(sample_from(s.graph.value("ops", json::array()), s.inputs, s.params, s.outputs, updated, s.small_init_kwargs,
                             "\"" + s.id + "\" traced at 1/" + std::to_string(s.factor)));
   if (s.real_ok && s.real_graph.is_object() && s.real_graph.contains("ops") && !s.real_graph.value("differs_from_small", false) &&
-      !s.real_graph.value("truncated", false))
+      !s.real_graph.value("truncated", false) && !s.real_graph["ops"].empty())
     out.push_back(sample_from(s.real_graph["ops"], s.real_inputs, s.real_params, s.real_outputs, updated, real_init_kwargs, "\"" + s.id + "\" at its given sizes"));
   return out;
 }
@@ -340,13 +351,19 @@ ojson Generation::launch_recipe() const {
 Generation generate_from_trace(const detail::Trace& trace, const std::vector<ShapeCase>& shapes) {
   Generation g;
   std::vector<GraphSample> samples;
+  std::string missing_real;  // a shape without its given sizes' graph (checked once every call lowered)
   std::vector<const detail::ShapeTrace*> proven_on;
   for (const auto& s : trace.shapes) {
     if (!s.ok) continue;
     json init = json::object();
     for (const auto& c : shapes)
       if (c.id == s.id) init = c.init_kwargs;
-    for (auto& x : samples_of(s, init)) samples.push_back(std::move(x));
+    std::vector<GraphSample> these = samples_of(s, init);
+    if (these.size() < 2 && missing_real.empty())
+      missing_real = "the reference's ops at the given sizes of shape \"" + s.id + "\" were not recorded (" +
+                     (s.real_error.empty() ? std::string("its graph differs from the traced one") : s.real_error) +
+                     "), so the kernel's sizes and constants cannot be fitted with confidence";
+    for (auto& x : these) samples.push_back(std::move(x));
     proven_on.push_back(&s);
   }
   if (samples.empty()) {
@@ -382,6 +399,12 @@ Generation generate_from_trace(const detail::Trace& trace, const std::vector<Sha
     }
     kernels.push_back(std::move(*l.kernel));
     used.push_back(&s);
+  }
+  // The given sizes' graph is what the fit generalizes from: sizes and constants that follow
+  // from the arguments differ between it and the shrunk run (a sqrt(d) baked in by Python).
+  if (!missing_real.empty()) {
+    g.why = missing_real;
+    return g;
   }
   if (kernels[0].sizes.size() > 480) {
     g.why = "a kernel of more than 480 sizes (the launcher passes them by value)";

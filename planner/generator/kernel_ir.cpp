@@ -40,7 +40,7 @@ const PointwiseOp kPointwiseOps[] = {
     // name, torch names, arity, result, cpu, cuda, hip
     {"neg", "neg", 1, ResultType::kSame, "(-$0)", "(-$0)", "(-$0)"},
     {"abs", "abs", 1, ResultType::kSame, "kw_abs($0)", "kw_abs($0)", "kw_abs($0)"},
-    {"exp", "exp", 1, ResultType::kFloat, "std::exp($0)", "expf($0)", "expf($0)"},
+    {"exp", "exp", 1, ResultType::kFloat, "std::exp($0)", "kw_exp($0)", "kw_exp($0)"},
     {"exp2", "exp2", 1, ResultType::kFloat, "std::exp2($0)", "exp2f($0)", "exp2f($0)"},
     {"expm1", "expm1", 1, ResultType::kFloat, "std::expm1($0)", "expm1f($0)", "expm1f($0)"},
     {"log", "log", 1, ResultType::kFloat, "std::log($0)", "logf($0)", "logf($0)"},
@@ -51,15 +51,15 @@ const PointwiseOp kPointwiseOps[] = {
     {"reciprocal", "reciprocal", 1, ResultType::kFloat, "(1.0f / $0)", "(1.0f / $0)", "(1.0f / $0)"},
     {"sin", "sin", 1, ResultType::kFloat, "std::sin($0)", "sinf($0)", "sinf($0)"},
     {"cos", "cos", 1, ResultType::kFloat, "std::cos($0)", "cosf($0)", "cosf($0)"},
-    {"tanh", "tanh", 1, ResultType::kFloat, "std::tanh($0)", "tanhf($0)", "tanhf($0)"},
+    {"tanh", "tanh", 1, ResultType::kFloat, "std::tanh($0)", "kw_tanh($0)", "kw_tanh($0)"},
     {"erf", "erf", 1, ResultType::kFloat, "std::erf($0)", "erff($0)", "erff($0)"},
-    {"sigmoid", "sigmoid", 1, ResultType::kFloat, "(1.0f / (1.0f + std::exp(-$0)))", "(1.0f / (1.0f + expf(-$0)))", "(1.0f / (1.0f + expf(-$0)))"},
-    {"silu", "silu", 1, ResultType::kFloat, "($0 / (1.0f + std::exp(-$0)))", "($0 / (1.0f + expf(-$0)))", "($0 / (1.0f + expf(-$0)))"},
+    {"sigmoid", "sigmoid", 1, ResultType::kFloat, "(1.0f / (1.0f + std::exp(-$0)))", "kw_div(1.0f, 1.0f + kw_exp(-$0))", "kw_div(1.0f, 1.0f + kw_exp(-$0))"},
+    {"silu", "silu", 1, ResultType::kFloat, "($0 / (1.0f + std::exp(-$0)))", "kw_div($0, 1.0f + kw_exp(-$0))", "kw_div($0, 1.0f + kw_exp(-$0))"},
     {"gelu", "gelu", 1, ResultType::kFloat, "(0.5f * $0 * (1.0f + std::erf($0 * 0.70710678118654752f)))",
      "(0.5f * $0 * (1.0f + erff($0 * 0.70710678118654752f)))", "(0.5f * $0 * (1.0f + erff($0 * 0.70710678118654752f)))"},
     {"gelu_tanh", "gelu_tanh", 1, ResultType::kFloat, "(0.5f * $0 * (1.0f + std::tanh(0.79788456080286536f * ($0 + 0.044715f * $0 * $0 * $0))))",
-     "(0.5f * $0 * (1.0f + tanhf(0.79788456080286536f * ($0 + 0.044715f * $0 * $0 * $0))))",
-     "(0.5f * $0 * (1.0f + tanhf(0.79788456080286536f * ($0 + 0.044715f * $0 * $0 * $0))))"},
+     "(0.5f * $0 * (1.0f + kw_tanh(0.79788456080286536f * ($0 + 0.044715f * $0 * $0 * $0))))",
+     "(0.5f * $0 * (1.0f + kw_tanh(0.79788456080286536f * ($0 + 0.044715f * $0 * $0 * $0))))"},
     {"relu", "relu", 1, ResultType::kSame, "($0 < 0 ? 0 : $0)", "($0 < 0 ? 0 : $0)", "($0 < 0 ? 0 : $0)"},
     {"floor", "floor", 1, ResultType::kSame, "std::floor($0)", "floorf($0)", "floorf($0)"},
     {"ceil", "ceil", 1, ResultType::kSame, "std::ceil($0)", "ceilf($0)", "ceilf($0)"},
@@ -72,7 +72,7 @@ const PointwiseOp kPointwiseOps[] = {
     {"add", "add", 2, ResultType::kSame, "($0 + $1)", "($0 + $1)", "($0 + $1)"},
     {"sub", "sub", 2, ResultType::kSame, "($0 - $1)", "($0 - $1)", "($0 - $1)"},
     {"mul", "mul", 2, ResultType::kSame, "($0 * $1)", "($0 * $1)", "($0 * $1)"},
-    {"div", "div true_divide", 2, ResultType::kFloat, "($0 / $1)", "($0 / $1)", "($0 / $1)"},
+    {"div", "div true_divide", 2, ResultType::kFloat, "kw_div($0, $1)", "kw_div($0, $1)", "kw_div($0, $1)"},
     {"pow", "pow", 2, ResultType::kFloat, "std::pow($0, $1)", "powf($0, $1)", "powf($0, $1)"},
     {"maximum", "maximum max.other", 2, ResultType::kSame, "kw_max($0, $1)", "kw_max($0, $1)", "kw_max($0, $1)"},
     {"minimum", "minimum min.other", 2, ResultType::kSame, "kw_min($0, $1)", "kw_min($0, $1)", "kw_min($0, $1)"},
@@ -228,7 +228,12 @@ ojson Kernel::to_json() const {
   for (const auto& e : size_exprs) exprs.push_back(size_json(e));
   j["size_exprs"] = exprs;
   ojson fl = ojson::array();
-  for (const auto& f : floats) fl.push_back(f.source.empty() ? ojson{{"literal", f.literal}} : ojson{{"literal", f.literal}, {"source", f.source}});
+  for (const auto& f : floats) {
+    ojson e = {{"literal", f.literal}};
+    if (!f.source.empty()) e["source"] = f.source;
+    if (!f.fn.empty()) e["fn"] = f.fn, e["size"] = size_json(f.size);
+    fl.push_back(e);
+  }
   j["floats"] = fl;
   ojson bufs = ojson::array();
   for (const auto& b : buffers)
@@ -265,7 +270,14 @@ Kernel Kernel::from_json(const nlohmann::json& j) {
     k.inner = j.at("inner").get<int>();
     k.sizes = j.at("sizes").get<std::vector<long long>>();
     for (const auto& e : j.at("size_exprs")) k.size_exprs.push_back(size_from(e));
-    for (const auto& f : j.at("floats")) k.floats.push_back({f.at("literal").get<double>(), f.value("source", "")});
+    for (const auto& f : j.at("floats")) {
+      FloatParam p{f.at("literal").get<double>(), f.value("source", ""), f.value("fn", ""), {}};
+      if (!p.fn.empty()) {
+        if (p.fn != "sqrt" && p.fn != "rsqrt" && p.fn != "recip" && p.fn != "id") throw std::runtime_error("unknown float function " + p.fn);
+        p.size = size_from(f.at("size"));
+      }
+      k.floats.push_back(std::move(p));
+    }
     for (const auto& b : j.at("buffers"))
       k.buffers.push_back({b.at("name").get<std::string>(), b.at("role").get<std::string>(), dtype_from(b.at("dtype").get<std::string>()),
                            b.at("shape").get<std::vector<int>>()});
@@ -361,7 +373,7 @@ std::string Kernel::signature() const {
   for (auto& n : j["nodes"]) n.erase("level");
   j.erase("sizes");
   j.erase("size_exprs");
-  for (auto& f : j["floats"]) f.erase("literal");
+  for (auto& f : j["floats"]) f.erase("literal"), f.erase("size");
   return j.dump();
 }
 

@@ -88,6 +88,8 @@ struct SizeExpr {
 struct FloatParam {
   double literal = 0;
   std::string source;  ///< "" for a literal, else "input:NAME" or "init:NAME"
+  std::string fn;      ///< or derived from a size: "sqrt", "rsqrt", "recip" or "id" of `size` ("" when not)
+  SizeExpr size;
 };
 
 // ---- the kernel --------------------------------------------------------------------------------

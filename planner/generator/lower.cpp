@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <set>
+#include <string_view>
 #include <stdexcept>
 
 namespace kwiki::gen {
@@ -1328,7 +1329,32 @@ Lowered fit_sizes(const std::vector<Kernel>& kernels, const std::vector<const Gr
         break;
       }
     }
+    // A float that follows from a size (sqrt(d), 1/sqrt(d), 1/N computed in Python).
     if (!all_same && source.empty()) {
+      for (const auto& c : candidates) {
+        for (const char* fn : {"sqrt", "rsqrt", "recip", "id"}) {
+          bool every = true;
+          for (std::size_t i = 0; i < n && every; ++i) {
+            const auto v = eval_size(c, *samples[i]);
+            if (!v || *v <= 0) {
+              every = false;
+              break;
+            }
+            const double d = static_cast<double>(*v);
+            const double want = std::string_view(fn) == "sqrt" ? std::sqrt(d) : std::string_view(fn) == "rsqrt" ? 1 / std::sqrt(d)
+                                : std::string_view(fn) == "recip" ? 1 / d : d;
+            every = static_cast<float>(want) == static_cast<float>(kernels[i].floats[f].literal);
+          }
+          if (every) {
+            k.floats[f].fn = fn;
+            k.floats[f].size = c;
+            break;
+          }
+        }
+        if (!k.floats[f].fn.empty()) break;
+      }
+    }
+    if (!all_same && source.empty() && k.floats[f].fn.empty()) {
       out.why = "a constant that differs between calls and is no argument (" + std::to_string(kernels[0].floats[f].literal) + " and " +
                 std::to_string(kernels[n - 1].floats[f].literal) + ")";
       return out;

@@ -512,7 +512,13 @@ class Generated:
             return v // int(e["den"])
 
         sizes = [size(e) for e in r["size_exprs"]]
-        floats = [float(scalar(f["source"])) if f.get("source") else f["literal"] for f in r["floats"]]
+        def value(f):
+            if f.get("fn"):
+                d = float(size(f["size"]))
+                return {"sqrt": math.sqrt(d), "rsqrt": 1 / math.sqrt(d), "recip": 1 / d, "id": d}[f["fn"]]
+            return float(scalar(f["source"])) if f.get("source") else f["literal"]
+
+        floats = [value(f) for f in r["floats"]]
         device = next((tensor(x["name"]).device for x in r["buffers"] if x["role"] != "output"), None)
         tensors = []
         for buf in r["buffers"]:

@@ -175,13 +175,15 @@ class Counter:
             self.vector += numel(outs[0])
 
 
-def counting_mode(counter):
+def counting_mode(counter, recorder=None):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Mode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             counter.count(func, args, out)
+            if recorder is not None:
+                recorder.record(func, args, kwargs or {}, out)
             return out
 
     return Mode()
@@ -199,7 +201,8 @@ def meta_mode(counter, recorder_box=None):
             kwargs = dict(kwargs or {})
             if "device" in kwargs:
                 kwargs["device"] = torch.device("meta")
-            kwargs.pop("generator", None)
+            if "generator" in kwargs:
+                kwargs["generator"] = None  # no random numbers on the meta device (randn.generator keeps its overload)
             out = func(*args, **kwargs)
             counter.count(func, args, out)
             if recorder_box and recorder_box[0] is not None:
@@ -272,12 +275,19 @@ def real_run(factory, reference, spec, small):
         counter = Counter()  # data-dependent code (an .item(), a loop over values): real inputs
     inputs = make_inputs(factory, kw, "cpu")
     model = reference.Model(**init)
+
+    def recorded(mod, args):
+        named = list(mod.named_parameters()) + list(mod.named_buffers())
+        rec = Recorder([(k, v) for k, v in args.items() if torch.is_tensor(v)] + [("param:" + n, p) for n, p in named])
+        with torch.no_grad():
+            with counting_mode(counter, rec):
+                result = flatten_outputs(mod(**args))
+        return rec, named, result
+
     try:
         meta_inputs = {k: (v.to("meta") if torch.is_tensor(v) else v) for k, v in inputs.items()}
         meta_model = model.to("meta")
-        with torch.no_grad():
-            with counting_mode(counter):
-                form, outs = flatten_outputs(meta_model(**meta_inputs))
+        rec, named, (form, outs) = recorded(meta_model, meta_inputs)
         device = "meta"
     except Exception:
         model = reference.Model(**init)
@@ -289,16 +299,19 @@ def real_run(factory, reference, spec, small):
         signal.alarm(REAL_CPU_SECONDS)
         counter = Counter()
         try:
-            with torch.no_grad():
-                with counting_mode(counter):
-                    form, outs = flatten_outputs(model(**inputs))
+            rec, named, (form, outs) = recorded(model, inputs)
         finally:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old)
         device = "cpu"
     specs = [spec_of(k, v, "input") for k, v in inputs.items()] + [spec_of(n, p, "param") for n, p in model.named_parameters()]
-    return {"device": device, "inputs": specs, "outputs": [spec_of(n, v, "output") for n, v in outs], "form": form,
-            "flops": {"matrix": counter.matrix, "vector": counter.vector}}
+    out_specs = [spec_of(n, v, "output") for n, v in outs]
+    for e, (n, v) in zip(out_specs, outs):
+        if torch.is_tensor(v) and id(v) in rec.ids:
+            e["graph_name"] = rec.ids[id(v)]
+    return {"device": device, "inputs": specs, "outputs": out_specs, "form": form,
+            "flops": {"matrix": counter.matrix, "vector": counter.vector},
+            "graph": {"ops": rec.ops, "truncated": rec.truncated}, "params": [spec_of(n, p, "param") for n, p in named]}
 
 
 def graph_scalars(ops):
@@ -412,7 +425,10 @@ def small_run(factory, reference, spec, out_dir, shape_index, twin):
 def annotate_bases(small, real):
     """The meta run has no memory, so which tensor a view reads is taken from the small run, op by
     op (the two graphs must be the same sequence of ops; otherwise the real one is marked so)."""
-    a, b = small["ops"], real["ops"]
+    # A constant made in Python (torch.tensor(127.0)) is lifted on the CPU and not on the meta
+    # device: those identity ops are left out of the pairing.
+    lifted = lambda ops: [o for o in ops if not o["op"].startswith("aten.lift_fresh")]
+    a, b = lifted(small["ops"]), lifted(real["ops"])
     if len(a) != len(b) or any(x["op"] != y["op"] for x, y in zip(a, b)):
         real["differs_from_small"] = True
         return
@@ -423,6 +439,8 @@ def annotate_bases(small, real):
                 y["base"] = x["base"]
             elif "base" not in y:
                 y.pop("offset", None)
+            if "value" in x and "value" not in y:
+                y["value"] = x["value"]
         elif isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
             for u, v in zip(x, y):
                 walk(u, v)
