@@ -427,7 +427,22 @@ def annotate_bases(small, real):
     op (the two graphs must be the same sequence of ops; otherwise the real one is marked so)."""
     # A constant made in Python (torch.tensor(127.0)) is lifted on the CPU and not on the meta
     # device: those identity ops are left out of the pairing.
-    lifted = lambda ops: [o for o in ops if not o["op"].startswith("aten.lift_fresh")]
+    def lifted(ops):  # without the lifts and the device moves of what they lifted (the meta run's _to_copy)
+        out, consts = [], set()
+        for o in ops:
+            arg = o["args"][0] if o["args"] and isinstance(o["args"][0], dict) else {}
+            if o["op"].startswith("aten.lift_fresh") or (o["op"] == "aten._to_copy.default" and arg.get("t") in consts):
+                if isinstance(o["out"], dict) and "t" in o["out"]:
+                    consts.add(o["out"]["t"])
+                continue
+            out.append(o)
+        return out
+
+    lifts = lambda ops: [o for o in ops if o["op"].startswith("aten.lift_fresh")]
+    for x, y in zip(lifts(small["ops"]), lifts(real["ops"])):  # the k-th constant of each run is the same one
+        for rx, ry in ((x["args"][0], y["args"][0]), (x["out"], y["out"])):
+            if isinstance(rx, dict) and isinstance(ry, dict) and "value" in rx:
+                ry["value"] = rx["value"]
     a, b = lifted(small["ops"]), lifted(real["ops"])
     if len(a) != len(b) or any(x["op"] != y["op"] for x, y in zip(a, b)):
         real["differs_from_small"] = True
