@@ -708,8 +708,11 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     }
     src += "        },\n        [&](long long row, const Slice& s) {\n" + reg_body + "        });\n";
     src += "  } else {\n    for (long long row = G::first_row(); row < rows; row += G::row_stride()) {\n" + loop_body + "    }\n  }\n}\n\n";
+    // Two or more reductions (layer norm, softmax) cost a block barrier pair each: at least two
+    // chunks a thread then, so half the threads share a row and twice the rows share an SM.
+    const int min_vpt = an.reduces.size() >= 2 ? 2 : 1;
     src += "template <int W>\nint launch(const Args& a, long long rows, long long N, kwiki_stream_t stream) {\n"
-           "  return kwiki::launch_rows<W>(\n      N / W, rows, stream, [] { return kernel_rows<W, 0, false>; },\n"
+           "  return kwiki::launch_rows<W, W == 1 ? 1 : " + std::to_string(min_vpt) + ">(\n      N / W, rows, stream, [] { return kernel_rows<W, 0, false>; },\n"
            "      [](auto vpt, auto warp) { return kernel_rows<W, decltype(vpt)::value, decltype(warp)::value>; }, a);\n}\n\n";
   }
   src += "}  // namespace kwgen\n\n";

@@ -150,13 +150,18 @@ struct kw_e4m3fnuz { unsigned char b; };
 
 KWIKI_DEVICE float kw_nan() { return __int_as_float(0x7fc00000); }
 
+/// fp8 byte -> float by its bits: a normal value's exponent rebiased, a subnormal as mant * 2^(1 - bias - 3).
 template <bool kFnuz>
 KWIKI_DEVICE float kw_e4m3_f(unsigned int b) {
   if (kFnuz && b == 0x80u) return kw_nan();
   if (!kFnuz && (b & 0x7fu) == 0x7fu) return kw_nan();
-  const int exp = (b >> 3) & 0xf, mant = b & 7, bias = kFnuz ? 8 : 7;
-  const float v = exp == 0 ? ldexpf(static_cast<float>(mant), 1 - bias - 3) : ldexpf(1.0f + mant * 0.125f, exp - bias);
-  return (b & 0x80u) ? -v : v;
+  constexpr int kBias = kFnuz ? 8 : 7;
+  const unsigned int exp = (b >> 3) & 0xfu, mant = b & 7u, sign = (b & 0x80u) << 24;
+  if (exp == 0) {
+    const float v = static_cast<float>(mant) * __uint_as_float(static_cast<unsigned int>(127 + 1 - kBias - 3) << 23);
+    return sign ? -v : v;
+  }
+  return __uint_as_float(sign | ((exp + 127 - kBias) << 23) | (mant << 20));
 }
 template <bool kFnuz>
 KWIKI_DEVICE unsigned char kw_f_e4m3(float x) {

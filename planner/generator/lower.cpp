@@ -313,6 +313,11 @@ class Graph {
     if (const PointwiseOp* pw = pointwise_for_torch(full); pw && !(name == "max" && ov != "other") && !(name == "min" && ov != "other")) {
       std::vector<int> xs;
       for (int i = 0; i < pw->arity; ++i) xs.push_back(val(arg(i)));
+      // Arguments past the operands change the op (leaky_relu's slope, softplus's beta): only
+      // those modelled below are accepted.
+      const std::size_t modelled = (name == "add" || name == "sub" || name == "div" || name == "gelu") ? pw->arity + 1 : pw->arity;
+      for (std::size_t i = modelled; i < args.size(); ++i)
+        if (!is_none(args[i])) decline(full, "an argument the generator does not model (argument " + std::to_string(i) + ")");
       std::string opname = pw->name;
       if (name == "gelu" && kw("approximate", 1).value("s", json("none")) == "tanh") opname = "gelu_tanh";
       if (name == "div" && !is_none(kw("rounding_mode", 2))) decline(full, "division with a rounding mode");
