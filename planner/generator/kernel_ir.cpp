@@ -60,6 +60,8 @@ const PointwiseOp kPointwiseOps[] = {
     {"gelu_tanh", "gelu_tanh", 1, ResultType::kFloat, "(0.5f * $0 * (1.0f + std::tanh(0.79788456080286536f * ($0 + 0.044715f * $0 * $0 * $0))))",
      "(0.5f * $0 * (1.0f + kw_tanh(0.79788456080286536f * ($0 + 0.044715f * $0 * $0 * $0))))",
      "(0.5f * $0 * (1.0f + kw_tanh(0.79788456080286536f * ($0 + 0.044715f * $0 * $0 * $0))))"},
+    {"hardswish", "hardswish", 1, ResultType::kFloat, "($0 * std::fmin(std::fmax($0 + 3.0f, 0.0f), 6.0f) / 6.0f)",
+     "($0 * fminf(fmaxf($0 + 3.0f, 0.0f), 6.0f) / 6.0f)", "($0 * fminf(fmaxf($0 + 3.0f, 0.0f), 6.0f) / 6.0f)"},
     {"relu", "relu", 1, ResultType::kSame, "($0 < 0 ? 0 : $0)", "($0 < 0 ? 0 : $0)", "($0 < 0 ? 0 : $0)"},
     {"floor", "floor", 1, ResultType::kSame, "std::floor($0)", "floorf($0)", "floorf($0)"},
     {"ceil", "ceil", 1, ResultType::kSame, "std::ceil($0)", "ceilf($0)", "ceilf($0)"},
