@@ -134,7 +134,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
                     (amd ? ", saturate before the cast"
                          : ": the saturating cvt (satfinite) gives the clamped value's byte, so no separate clamp; amax keeps a NaN, as torch does"),
           wiki.ask("fp8 format", std::string("fp8 e4m3 format max value on ") + gpu));
-  } else if (pattern == "silu_and_mul" || pattern == "gelu_and_mul") {
+  } else if (pattern == "gelu_and_mul") {
     d.template_name = "gated_" + pattern + (amd ? "_hip" : "_cuda");
     const std::string rec = wiki.ask("elementwise mapping", pattern + " vectorized grid-stride kernel on " + gpu);
     add("thread mapping", "grid-stride over T x I outputs, 256 threads per block, " + std::to_string(vec) + " outputs per thread per step", rec);

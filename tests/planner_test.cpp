@@ -130,7 +130,7 @@ TEST(Roofline, Fp8QuantWritesOneBytePerElementPlusScales) {
 }
 
 TEST(Roofline, SiluAndMulAndSoftmaxAndMoe) {
-  const auto silu = count_work("silu_and_mul", shape_of({{"num_tokens", 4}, {"intermediate_size", 100}}), "bf16");
+  const auto silu = count_work("gelu_and_mul", shape_of({{"num_tokens", 4}, {"intermediate_size", 100}}), "bf16");
   EXPECT_DOUBLE_EQ(silu->bytes_read, 2.0 * 4 * 100 * 2);
   EXPECT_DOUBLE_EQ(silu->bytes_written, 4.0 * 100 * 2);
   const auto softmax = count_work("softmax", shape_of({{"num_tokens", 3}, {"hidden_size", 10}}), "fp32");

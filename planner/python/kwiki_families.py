@@ -541,7 +541,7 @@ class Generated:
 
 # Every family with a V0 kernel, by its table name (the C++ table lists the same names, in this order).
 FAMILIES = {f.name: f for f in (FusedAddRmsNorm(), RowNorm("rms_norm", False), RowNorm("layer_norm", True), RowMap("softmax", False),
-                                RowReduce(), RowMap("silu_and_mul", True), RowMap("gelu_and_mul", True), Fp8Quant(), MoeGating(),
+                                RowReduce(), RowMap("gelu_and_mul", True), Fp8Quant(), MoeGating(),
                                 Gemm(), PagedDecodeAttention(), Generated())}
 
 

@@ -238,7 +238,6 @@ const TwinRow kTwins[] = {
     {"layer_norm", layer_norm},
     {"softmax", softmax},
     {"row_reduce", row_reduce},
-    {"silu_and_mul", [](const Args& a) { gated(a, false); }},
     {"gelu_and_mul", [](const Args& a) { gated(a, true); }},
     {"fp8_quant", fp8_quant},
     {"moe_gating", moe_gating},
