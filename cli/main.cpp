@@ -207,27 +207,7 @@ int run_stats(const std::string& index_option, const OutputFlags& out) {
 }
 
 // ---- kwiki get ----
-int run_get(const std::vector<std::string>& ids, const std::string& index_option, const OutputFlags& out) {
-  const kwiki::Store store = open_store(index_option);
-  kwiki::Answer answer;
-  for (const auto& id : ids) {
-    auto record = store.get(id);
-    if (!record) {
-      answer.notes.push_back("unknown id: " + id);
-      continue;
-    }
-    bool duplicate = false;
-    for (const auto& a : answer.records) duplicate = duplicate || a.record.key == record->key;
-    if (duplicate) continue;
-    kwiki::AnswerRecord a;
-    a.record = std::move(*record);
-    a.why = {"requested by id"};
-    answer.records.push_back(std::move(a));
-  }
-  if (out.want_json()) print_line(kwiki::render_answer_json(answer));
-  else std::fputs(kwiki::render_answer_text(answer).c_str(), stdout);
-  return answer.records.empty() ? kExitNothingFound : kExitOk;
-}
+int run_get(const std::vector<std::string>& ids, const std::string& index_option, const OutputFlags& out);
 
 // ---- kwiki query ----
 struct QueryArgs {
@@ -281,21 +261,28 @@ int run_query(QueryArgs args, const std::string& index_option, const OutputFlags
   return result.exit_code;
 }
 
+int run_get(const std::vector<std::string>& ids, const std::string& index_option, const OutputFlags& out) {
+  const kwiki::QueryResult result = open_engine(index_option).get(ids);
+  if (out.want_json()) print_line(result.json);
+  else std::fputs(kwiki::render_answer_text(result.answer).c_str(), stdout);
+  return result.exit_code;
+}
+
 // ---- kwiki hw ----
-int run_hw(const std::string& product, const std::string& field, const std::string& vs, const std::string& index_option,
-           const OutputFlags& out) {
+int run_hw(const std::string& product, const kwiki::HardwareOptions& options, const std::string& index_option, const OutputFlags& out) {
   kwiki::QueryEngine engine = open_engine(index_option);
-  const kwiki::HardwareAnswer hw = engine.hardware(product, field, vs);
+  const kwiki::HardwareAnswer hw = engine.hardware(product, options);
   if (out.want_json()) {
     print_line(hw.json);
     return hw.exit_code;
   }
-  for (const auto& f : hw.facts) {
+  for (const auto& f : hw.answer.facts) {
     std::printf("%-12s %-44s %s %s  [%s:%s, %s]\n", f.product.c_str(), f.field.c_str(), kwiki::json_text(f.value).c_str(), f.unit.c_str(),
                 f.record.c_str(), f.field.c_str(), f.evidence.c_str());
+    if (!f.alias.empty()) std::printf("%-12s alias: %s\n", "", f.alias.c_str());
   }
-  if (hw.comparison.is_array())
-    for (const auto& row : hw.comparison) std::printf("vs: %s\n", kwiki::json_text(row).c_str());
+  if (hw.answer.comparison.is_array())
+    for (const auto& row : hw.answer.comparison) std::printf("vs: %s\n", kwiki::json_text(row).c_str());
   for (const auto& n : hw.answer.notes) std::printf("note: %s\n", n.c_str());
   return hw.exit_code;
 }
@@ -512,21 +499,29 @@ int main(int argc, char** argv) {
   QueryArgs query_args;
   auto* query = app.add_subcommand("query", "answer a natural-language request from the knowledge base");
   query->add_option("text", query_args.text, "the request, in prose (quote it); - reads it from standard input");
-  query->add_flag("--brief", query_args.options.brief, "elide long payload fields (listed in payload.omitted_by_brief)");
-  query->add_option("--max-bytes", query_args.options.max_bytes, "hard limit on the answer's size in bytes (256 to 10000000; 0 = none)")
+  query->add_flag("--brief", query_args.options.brief,
+                  "the brief form: per record its id, type, match label, title, what to do, why and citation (8 records, about 4 KB); "
+                  "facts without sources; kwiki get ID gives a record whole");
+  query->add_option("--max-bytes", query_args.options.max_bytes,
+                    "hard limit on the answer's size in bytes (256 to 10000000; 0 = none), spent on facts, then records in the brief "
+                    "form, then (without --brief) longer fields of the top records; the notes and dropped ids take at most a tenth")
       ->check(whole_in(0, 10'000'000));
-  query->add_option("--max-records", query_args.options.max_records, "at most this many records (1 to 1000, default 20)")->check(whole_in(1, 1000));
+  query->add_option("--max-records", query_args.options.max_records, "at most this many records (1 to 1000; default 20, 8 with --brief)")
+      ->check(whole_in(1, 1000));
+  query->add_flag("--sources", query_args.options.sources, "brief form: give each hardware fact its sources too");
   query->add_flag("--explain", query_args.options.explain, "add the extracted intent and score parts under \"explain\"");
   query->add_option("--intent", query_args.intent_file, "replay an upstream 8-slot intent JSON file instead of extracting one");
   query->add_option("--remote", query_args.remote,
                     "full text from shards served elsewhere: HOST:PORT[,HOST:PORT...] (xapian-tcpsrv), shard folders or a "
                     "stub file, every shard once; the store stays local (--index)");
 
-  std::string hw_product, hw_field, hw_vs;
+  std::string hw_product;
+  kwiki::HardwareOptions hw_options;
   auto* hw = app.add_subcommand("hw", "exact hardware facts of a product, with their sources");
   hw->add_option("--product", hw_product, "product, in any usual spelling (H200, \"h200 sxm\", MI300X)")->required();
-  hw->add_option("--field", hw_field, "dot path, e.g. peak_compute.bf16.dense, memory.bandwidth_tb_s, roofline");
-  hw->add_option("--vs", hw_vs, "a second product: both values and the ratio for every shared numeric field");
+  hw->add_option("--field", hw_options.field, "dot path, e.g. peak_compute.bf16.dense, memory.bandwidth_tb_s, roofline");
+  hw->add_option("--vs", hw_options.vs, "a second product: both values and the ratio for every shared numeric field");
+  hw->add_flag("--brief", hw_options.brief, "spec sheets in the brief form (title and citation), not whole; facts keep their sources");
 
   std::string fb_query, fb_id, fb_outcome;
   auto* feedback = app.add_subcommand("feedback", "record what a served record did for you (feeds ranking)");
@@ -623,7 +618,7 @@ int main(int argc, char** argv) {
     if (*stats) return run_stats(index_option, out);
     if (*get) return run_get(get_ids, index_option, out);
     if (*query) return run_query(query_args, index_option, out);
-    if (*hw) return run_hw(hw_product, hw_field, hw_vs, index_option, out);
+    if (*hw) return run_hw(hw_product, hw_options, index_option, out);
     if (*feedback) return run_feedback(fb_query, fb_id, fb_outcome, index_option, out);
     if (*baseline) {
       baseline_request.commit = !no_commit;

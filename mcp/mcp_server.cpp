@@ -154,25 +154,17 @@ std::optional<std::string> McpServer::handle(const std::string& message) {
       }
       if (name == "hardware") {
         const std::string product = require_string(args, "product");
-        const HardwareAnswer a = engine().hardware(product, arg_string(args, "field"), arg_string(args, "vs"));
+        HardwareOptions options;
+        options.field = arg_string(args, "field");
+        options.vs = arg_string(args, "vs");
+        const HardwareAnswer a = engine().hardware(product, options);
         return json_text(response(id, tool_result(a.json, a.exit_code != 0)));
       }
       if (name == "get") {
         const std::vector<std::string> ids = arg_strings(args, "ids");
         if (ids.empty()) throw Error(ErrorCode::kUsage, "argument \"ids\" must be a non-empty array of strings");
-        Answer answer;
-        for (const auto& record_id : ids) {
-          auto record = engine().store().get(record_id);
-          if (!record) {
-            answer.notes.push_back("unknown id: " + record_id);
-            continue;
-          }
-          AnswerRecord a;
-          a.record = std::move(*record);
-          a.why = {"requested by id"};
-          answer.records.push_back(std::move(a));
-        }
-        return json_text(response(id, tool_result(render_answer_json(answer), answer.records.empty())));
+        const QueryResult got = engine().get(ids);
+        return json_text(response(id, tool_result(got.json, got.exit_code != 0)));
       }
       if (name == "plan") {
         PlanRequest p;

@@ -43,14 +43,19 @@ int kwiki_open(const char* index_dir, kwiki_engine** engine, char** error);
  *  shard folders or a Xapian stub file, every shard of index_dir's generation once. */
 int kwiki_open_shards(const char* index_dir, const char* shards, kwiki_engine** engine, char** error);
 
-/** Answers {"text": "...", "brief": bool, "max_bytes": n, "max_records": n, "explain": bool,
- *  "intent": {upstream 8-slot intent}} in the answer contract's shape. */
+/** Answers {"text": "...", "brief": bool, "max_bytes": n, "max_records": n, "sources": bool,
+ *  "explain": bool, "intent": {upstream 8-slot intent}} in the answer contract's shape (as
+ *  kwiki query: "brief" the brief form, 8 records by default; "max_bytes" spent on facts, then
+ *  brief records, then longer fields; "max_records" 0 = the default). Status 1 when nothing is
+ *  found or the corpus does not cover the request (the notes say so). */
 int kwiki_query(kwiki_engine* engine, const char* request_json, char** out);
 
-/** Exact hardware facts: {"product": "H200", "field": "memory.bandwidth_tb_s", "vs": "H20"}. */
+/** Exact hardware facts: {"product": "H200", "field": "memory.bandwidth_tb_s", "vs": "H20",
+ *  "brief": bool (spec sheets in the brief form), "sources": bool (default true)}. */
 int kwiki_hardware(kwiki_engine* engine, const char* request_json, char** out);
 
-/** Records by id: {"ids": ["..."]}. Payloads are the stored bytes. */
+/** Records by id: {"ids": ["..."]}, in the order asked, a repeated id served once (the notes
+ *  name it and unknown ids). Payloads are the stored bytes. Status 1 when none is known. */
 int kwiki_get(kwiki_engine* engine, const char* request_json, char** out);
 
 /** Plans a task: {"task": path, "gpu": product, "workspace": dir, "pattern": name,
