@@ -176,8 +176,7 @@ int kwiki_plan(kwiki_engine* engine, const char* request_json, char** out) {
     p.dry_run_timeout_seconds = static_cast<int>(arg_integer(r, "dry_run_timeout", 120, 1, 3600));
     if (p.task_path.empty() || p.product.empty()) throw kwiki::Error(kwiki::ErrorCode::kUsage, "plan needs \"task\" and \"gpu\"");
     const kwiki::PlanResult planned = kwiki::make_plan(p, e);
-    ordered_json j = {{"workspace", planned.workspace}, {"pattern", planned.pattern}, {"plan", planned.plan}};
-    result = kwiki::json_text(j);
+    result = kwiki::json_text(kwiki::plan_result_json(planned, arg_bool(r, "with_plan", false)));
     return KWIKI_OK;
   });
 }

@@ -304,29 +304,20 @@ int run_plan(kwiki::PlanRequest request, const std::string& shapes, const std::s
     if (!id.empty()) request.shape_ids.push_back(id);
   kwiki::QueryEngine engine = open_engine(index_option);
   const kwiki::PlanResult result = kwiki::make_plan(request, engine);
+  const ordered_json j = kwiki::plan_result_json(result);
   if (out.want_json()) {
-    ordered_json j;
-    j["workspace"] = result.workspace;
-    j["pattern"] = result.plan["pattern"];
-    j["target"] = result.plan["target"];
-    ordered_json shapes_json = ordered_json::array();
-    for (const auto& s : result.plan["shapes"]) shapes_json.push_back({{"id", s["id"]}, {"roofline", s["roofline"]}});
-    j["shapes"] = shapes_json;
-    j["records_consulted"] = result.plan["records_consulted"].size();
-    j["notes"] = result.notes;
     print_line(kwiki::json_text(j));
-  } else {
-    std::printf("planned %s (%s) on %s in %s\n", result.plan["task"]["name"].get<std::string>().c_str(), result.pattern.c_str(),
-                result.plan["target"]["product"].get<std::string>().c_str(), result.workspace.c_str());
-    for (const auto& s : result.plan["shapes"]) {
-      if (s["roofline"].is_null()) std::printf("  %-22s roofline not computed\n", s["id"].get<std::string>().c_str());
-      else
-        std::printf("  %-22s %-7s SOL %9.2f us  attainable %9.2f us\n", s["id"].get<std::string>().c_str(),
-                    s["roofline"]["bound"].get<std::string>().c_str(), s["roofline"]["sol_us"].get<double>(),
-                    s["roofline"]["attainable_us"].get<double>());
-    }
-    for (const auto& n : result.notes) std::printf("note: %s\n", n.c_str());
+    return kExitOk;
   }
+  std::printf("planned %s (%s%s) on %s in %s\n", j["task"].get<std::string>().c_str(), j["pattern"]["name"].get<std::string>().c_str(),
+              j["family"].is_null() ? ", unproven" : ", proven", j["target"]["product"].get<std::string>().c_str(), result.workspace.c_str());
+  for (const auto& s : j["shapes"]) {
+    if (s["bound"].is_null()) std::printf("  %-22s roofline not computed\n", s["id"].get<std::string>().c_str());
+    else
+      std::printf("  %-22s %-7s SOL %9.2f us  attainable %9.2f us\n", s["id"].get<std::string>().c_str(), s["bound"].get<std::string>().c_str(),
+                  s["sol_us"].get<double>(), s["attainable_us"].get<double>());
+  }
+  for (const auto& n : result.notes) std::printf("note: %s\n", n.c_str());
   return kExitOk;
 }
 
@@ -335,19 +326,12 @@ int run_baseline_command(kwiki::BaselineRequest request, const std::string& shap
   std::stringstream ss(shapes);
   for (std::string id; std::getline(ss, id, ',');)
     if (!id.empty()) request.shape_ids.push_back(id);
+  // Progress on stderr when someone watches it; quiet otherwise.
+  if (::isatty(STDERR_FILENO))
+    request.progress = [](int step, int steps, const std::string& stage) { std::fprintf(stderr, "kwiki: [%d/%d] %s\n", step, steps, stage.c_str()); };
   const kwiki::BaselineResult r = kwiki::run_baseline(request);
   if (out.want_json()) {
-    ordered_json j;
-    j["workspace"] = request.workspace;
-    j["kernel"] = r.kernel_path;
-    j["compiled"] = r.compiled;
-    j["measured"] = r.measured;
-    j["status"] = r.status;
-    j["not_measured_because"] = r.not_measured_because.empty() ? ordered_json() : ordered_json(r.not_measured_because);
-    j["static_evidence"] = r.static_evidence;
-    j["result"] = r.result_json;
-    j["notes"] = r.notes;
-    print_line(kwiki::json_text(j));
+    print_line(kwiki::json_text(kwiki::baseline_result_json(request, r, false)));
   } else {
     std::printf("baseline %s: %s (%s)\n", request.workspace.c_str(), r.status.c_str(),
                 r.measured ? "measured" : ("not measured: " + r.not_measured_because).c_str());
@@ -382,52 +366,18 @@ struct MemoryArgs {
 };
 
 int run_memory(const MemoryArgs& a, const OutputFlags& out) {
-  if (a.workspace.empty()) throw Error(ErrorCode::kUsage, "kwiki memory needs --workspace DIR");
-  const kwiki::MemoryStore store(a.workspace);
-  auto need_version = [&] {
-    if (a.version.empty()) throw Error(ErrorCode::kUsage, "kwiki memory " + a.action + " needs --version vN");
-  };
-  std::vector<std::pair<std::string, ordered_json>> sets;
-  for (const auto& s : a.sets) sets.push_back(kwiki::MemoryStore::parse_assignment(s));
-  ordered_json result;
-  if (a.action == "init") {
-    store.init();
-    result = {{"initialized", a.workspace + "/memory"}};
-  } else if (a.action == "create") {
-    need_version();
-    ordered_json fields = ordered_json::object();
-    for (const auto& [k, v] : sets) fields[k] = v;
-    result = store.create(a.version, fields);
-  } else if (a.action == "read") {
-    need_version();
-    result = store.read(a.version, a.include_masked);
-  } else if (a.action == "update") {
-    need_version();
-    if (sets.empty()) throw Error(ErrorCode::kUsage, "kwiki memory update needs at least one --set field.path=value");
-    result = store.update(a.version, sets);
-  } else if (a.action == "mask" || a.action == "unmask") {
-    need_version();
-    store.set_masked(a.version, a.action == "mask");
-    result = {{"version", a.version}, {"masked", a.action == "mask"}};
-  } else if (a.action == "summary") {
-    result = store.summary();
-  } else if (a.action == "latest") {
-    const auto v = store.latest();
-    if (!v) {
-      print_line(kwiki::json_text({{"latest", nullptr}}));
-      return kExitNothingFound;
-    }
-    result = store.read(*v);
-  } else if (a.action == "list") {
-    result = store.list();
-  } else {
-    throw Error(ErrorCode::kUsage, "unknown memory action \"" + a.action + "\" (init, create, read, update, mask, unmask, summary, latest, list)");
+  kwiki::MemoryRequest request{a.action, a.workspace, a.version, {}, a.include_masked};
+  for (const auto& s : a.sets) request.sets.push_back(kwiki::MemoryStore::parse_assignment(s));
+  const std::optional<ordered_json> result = kwiki::run_memory_action(request);
+  if (!result) {
+    print_line(kwiki::json_text({{"latest", nullptr}}));
+    return kExitNothingFound;
   }
   if (out.want_json() || a.action != "summary") {
-    print_line(kwiki::json_text(result));
+    print_line(kwiki::json_text(*result));
   } else {
     std::printf("%-8s %-7s %-13s %-14s %-10s %-8s %s\n", "version", "masked", "status", "latency_us", "SOL eff", "speedup", "action");
-    for (const auto& r : result)
+    for (const auto& r : *result)
       std::printf("%-8s %-7s %-13s %-14s %-10s %-8s %s\n", r["version"].get<std::string>().c_str(), r["masked"].get<bool>() ? "yes" : "no",
                   r["status"].get<std::string>().c_str(), kwiki::json_text(r["latency_us"]).c_str(), kwiki::json_text(r["sol_efficiency_geomean"]).c_str(),
                   kwiki::json_text(r["speedup_vs_ref_geomean"]).c_str(), r["action"].get<std::string>().c_str());
@@ -590,7 +540,9 @@ int main(int argc, char** argv) {
   memory->add_option("--set", memory_args.sets, "field.path=value (JSON when it parses: numbers, true, null, \"text\"; else text)");
   memory->add_flag("--include-masked", memory_args.include_masked, "read a masked version");
 
-  auto* mcp = app.add_subcommand("mcp", "serve kwiki to an MCP client over stdio (tools: query, hardware, get, plan)");
+  auto* mcp = app.add_subcommand("mcp",
+                                 "serve kwiki to an MCP client over stdio (MCP 2025-06-18, 2025-03-26, 2024-11-05; tools: query, hardware, "
+                                 "get, plan, baseline, util, memory; answers brief by default)");
 
   for (auto* sub : {mcp}) sub->add_option("--index", index_option, "index folder");
   mcp->add_option("--remote", query_args.remote, "full text from shards served elsewhere (as kwiki query --remote)");

@@ -42,27 +42,35 @@ std::string make_query_id(const std::string& generation, const std::string& requ
   return buf;
 }
 
-// A measured ceiling answers a hardware request when it measures a requested field (its
-// spec_reference names the sheet field it is the practical limit of), when the whole sheet or
-// a roofline is asked for, or, for a launch ceiling, when the request is about launch cost.
-bool ceiling_serves(const Record& ceiling, const Intent& intent) {
-  // "spec_reference": "<sheet id>:<field>"; read from the stored text, no parse of the whole
-  // payload for one string (ids and field paths hold no escapes).
-  std::string field;
+// The spec-sheet field a measured ceiling is the practical limit of ("memory.bandwidth_tb_s"),
+// from its "spec_reference": "<sheet id>:<field>"; "" when it names none (launch ceilings). Read
+// from the stored text: ids and field paths hold no escapes.
+std::string ceiling_field(const Record& ceiling) {
   const std::string_view payload = ceiling.payload;
-  if (auto key = payload.find("\"spec_reference\""); key != std::string_view::npos) {
-    const auto open = payload.find('"', payload.find(':', key + 16) + 1);
-    const auto close = open == std::string_view::npos ? open : payload.find('"', open + 1);
-    if (close != std::string_view::npos) {
-      const std::string_view reference = payload.substr(open + 1, close - open - 1);
-      if (const auto colon = reference.rfind(':'); colon != std::string_view::npos) field = reference.substr(colon + 1);
-    }
-  }
+  const auto key = payload.find("\"spec_reference\"");
+  if (key == std::string_view::npos) return {};
+  const auto open = payload.find('"', payload.find(':', key + 16) + 1);
+  const auto close = open == std::string_view::npos ? open : payload.find('"', open + 1);
+  if (close == std::string_view::npos) return {};
+  const std::string_view reference = payload.substr(open + 1, close - open - 1);
+  const auto colon = reference.rfind(':');
+  return colon == std::string_view::npos ? std::string() : std::string(reference.substr(colon + 1));
+}
+
+// True when a ceiling measures `asked` (a field or a group of fields).
+bool ceiling_measures(const std::string& field, const std::string& asked) {
+  if (field.empty()) return false;
+  if (asked == "roofline") return field.rfind("memory.bandwidth", 0) == 0 || field.rfind("peak_compute.", 0) == 0;
+  return field == asked || field.rfind(asked + ".", 0) == 0 || asked.rfind(field + ".", 0) == 0;
+}
+
+// A measured ceiling answers a hardware request when it measures a requested field, when the
+// whole sheet is asked for, or, for a launch ceiling, when the request is about launch cost.
+bool ceiling_serves(const Record& ceiling, const Intent& intent) {
+  const std::string field = ceiling_field(ceiling);
   for (const auto& asked : intent.hardware_fields) {
     if (asked == "spec") return true;
-    if (field.empty()) continue;
-    if (asked == "roofline" && (field.rfind("memory.bandwidth", 0) == 0 || field.rfind("peak_compute.", 0) == 0)) return true;
-    if (field == asked || field.rfind(asked + ".", 0) == 0) return true;
+    if (ceiling_measures(field, asked)) return true;
   }
   return field.empty() && std::find(intent.symptoms.begin(), intent.symptoms.end(), "launch-bound") != intent.symptoms.end();
 }
@@ -292,8 +300,11 @@ HardwareAnswer QueryEngine::hardware(const std::string& product, const HardwareO
     const auto r = detail::resolve_product(impl_->statements, lex, spelling);
     if (r.status == detail::ProductResolution::Status::kRecorded) {
       answer.records.push_back(impl_->record_entry(r.key, "exact", {"product " + r.product}));
-      for (const auto& ceiling : detail::measured_ceiling_keys(impl_->statements, r.product))
-        answer.records.push_back(impl_->record_entry(ceiling, "exact", {"measured on " + r.product}));
+      // The measured ceilings beside the sheet: all of them, or those of the field asked for.
+      for (const auto& ceiling : detail::measured_ceiling_keys(impl_->statements, r.product)) {
+        AnswerRecord entry = impl_->record_entry(ceiling, "exact", {"measured on " + r.product});
+        if (options.field.empty() || ceiling_measures(ceiling_field(entry.record), options.field)) answer.records.push_back(std::move(entry));
+      }
       continue;
     }
     std::string list;

@@ -59,7 +59,9 @@ int kwiki_hardware(kwiki_engine* engine, const char* request_json, char** out);
 int kwiki_get(kwiki_engine* engine, const char* request_json, char** out);
 
 /** Plans a task: {"task": path, "gpu": product, "workspace": dir, "pattern": name,
- *  "shapes": [ids], "force": bool, "dry_run": bool}. */
+ *  "shapes": [ids], "force": bool, "dry_run": bool, "with_plan": bool}. The answer is the plan's
+ *  account (kwiki plan --json): family, confidence, proof, SOL per shape, cited ids, notes; with
+ *  "with_plan" also the whole plans/v0_plan.json under "v0_plan". */
 int kwiki_plan(kwiki_engine* engine, const char* request_json, char** out);
 
 /** Utilization: {"gpu", "dtype", "flops", "bytes", "time_ms", "grid_blocks", "unit"}. */
