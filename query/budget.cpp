@@ -93,13 +93,13 @@ std::string fill_budget(Answer& answer, std::size_t max_bytes, bool detail) {
     answer.facts.push_back(std::move(f));
   }
 
-  // 2. Records in the brief form, in rank order; a smaller one further down may use what a
-  // larger one left.
+  // 2. Records in the brief form, in rank order, once every fact is in; a smaller one further
+  // down may use what a larger one left.
   std::vector<std::size_t> sizes;
   std::vector<std::string> dropped;
   for (auto& r : records) {
-    const std::size_t piece = render_record_entry(r, answer.form).size();
-    if (!fits(ledger.with_record(piece))) {
+    const std::size_t piece = facts_dropped > 0 ? 0 : render_record_entry(r, answer.form).size();
+    if (facts_dropped > 0 || !fits(ledger.with_record(piece))) {
       dropped.push_back(r.record.key);
       continue;
     }
@@ -160,9 +160,9 @@ std::string fill_budget(Answer& answer, std::size_t max_bytes, bool detail) {
   std::vector<std::string> drops;
   const std::string count_only = dropped.empty() ? std::string() : drop_note(dropped, 0);
   if (!dropped.empty()) add_note(drops, count_only, true);
+  for (const auto& n : notes) add_note(answer.notes, n, true);
   if (!facts_note.empty()) add_note(drops, facts_note, true);
   if (explained) add_note(drops, "explain left out for --max-bytes", false);
-  for (const auto& n : notes) add_note(answer.notes, n, true);
   if (!dropped.empty() && !drops.empty() && drops.front() == count_only) {
     const std::size_t old_piece = quoted_size(count_only);
     const std::string named = drop_note(dropped, left + old_piece);
