@@ -417,11 +417,12 @@ CLI::Validator whole_in(long long min, long long max) {
 int main(int argc, char** argv) {
   CLI::App app{"kwiki: knowledge-base index and query engine for GPU kernel work (Hopper, CDNA3/CDNA4)."};
   app.require_subcommand(1);
-  app.footer(
-      "Exit codes: 0 answer, 1 valid request with nothing found, 2 usage or input error,\n"
+  const std::string footer =
+      "Exit codes: 0 answer, 1 valid request with nothing found (or not covered: the notes say so), 2 usage or input error,\n"
       "3 not recorded, 4 runtime failure (index missing or corrupt, a shard unreachable, a build failure),\n5 baseline built but not measured (no suitable GPU).\n"
       "The index lives in --index DIR, else $KWIKI_INDEX, else ~/.cache/kwiki/index; commands that need\n"
-      "one build it from the bundled gpu-wiki on first use.");
+      "one build it from the bundled gpu-wiki on first use.";
+  app.footer(footer);
   std::string index_option;
   OutputFlags out;
   app.add_option("--index", index_option, "index folder (default: $KWIKI_INDEX or ~/.cache/kwiki/index)");
@@ -443,7 +444,7 @@ int main(int argc, char** argv) {
   auto* stats = app.add_subcommand("stats", "records by store, type, vendor and architecture; the generation; roots");
 
   std::vector<std::string> get_ids;
-  auto* get = app.add_subcommand("get", "records by id, in the answer shape (payloads byte-identical to the stored ones)");
+  auto* get = app.add_subcommand("get", "records by id, in the answer shape (payloads byte-identical to the stored ones; a repeated id once)");
   get->add_option("ids", get_ids, "record ids (internal ones as internal_gpu_wiki::<id>)")->required();
 
   QueryArgs query_args;
@@ -454,12 +455,19 @@ int main(int argc, char** argv) {
                   "facts without sources; kwiki get ID gives a record whole");
   query->add_option("--max-bytes", query_args.options.max_bytes,
                     "hard limit on the answer's size in bytes (256 to 10000000; 0 = none), spent on facts, then records in the brief "
-                    "form, then (without --brief) longer fields of the top records; the notes and dropped ids take at most a tenth")
+                    "form, then (without --brief) longer fields of the top records; while content is dropped, the notes and the "
+                    "dropped ids take at most a tenth")
       ->check(whole_in(0, 10'000'000));
   query->add_option("--max-records", query_args.options.max_records, "at most this many records (1 to 1000; default 20, 8 with --brief)")
       ->check(whole_in(1, 1000));
   query->add_flag("--sources", query_args.options.sources, "brief form: give each hardware fact its sources too");
   query->add_flag("--explain", query_args.options.explain, "add the extracted intent and score parts under \"explain\"");
+  query->footer(
+      "A typo of a lexicon word (an operator, product, framework, symptom) is read as that word and the notes say so;\n"
+      "a word the knowledge base or the lexicon knows is never rewritten. When the leading records share no operator,\n"
+      "topic, instruction or symptom with the request, the notes say it is not covered, name the nearest records, and\n"
+      "the exit status is 1. The answer contract (full and brief forms, budgets): docs/ANSWERS.md.\n\n" +
+      footer);
   query->add_option("--intent", query_args.intent_file, "replay an upstream 8-slot intent JSON file instead of extracting one");
   query->add_option("--remote", query_args.remote,
                     "full text from shards served elsewhere: HOST:PORT[,HOST:PORT...] (xapian-tcpsrv), shard folders or a "
