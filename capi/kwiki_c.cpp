@@ -91,10 +91,7 @@ int kwiki_index(const char* request_json, char** out) {
     options.force = arg_bool(r, "force", false);
     options.shards = static_cast<std::size_t>(arg_integer(r, "shards", 1, 1, 256));
     const kwiki::IndexReport report = kwiki::build_index(options);
-    ordered_json j = {{"index", options.index_dir}, {"generation", report.generation}, {"rebuilt", report.rebuilt},
-                      {"records", report.records}, {"warnings", report.diagnostics.size()}};
-    if (!report.shard_dirs.empty()) j["shards"] = report.shard_dirs;
-    result = kwiki::json_text(j);
+    result = kwiki::json_text(kwiki::index_report_json(options, report));
     return KWIKI_OK;
   });
 }

@@ -126,20 +126,8 @@ int run_index(const IndexArgs& args, const std::string& index_option, const Outp
     checked_index = true;
   }
   const int status = report_integrity(problems, options.index_dir);
-  ordered_json j;
-  j["mode"] = args.check ? "check" : "index";
-  j["index"] = args.check ? "" : options.index_dir;
-  j["generation"] = report.generation;
-  j["rebuilt"] = report.rebuilt;
-  j["unchanged"] = !args.check && !report.rebuilt;
-  j["files"] = report.files;
-  j["records"] = report.records;
-  j["warnings"] = report.diagnostics.size();
-  j["by_store"] = report.by_store;
-  j["seconds"] = report.seconds;
-  // Shard folders, for xapian-tcpsrv on the hosts that will serve them.
+  ordered_json j = kwiki::index_report_json(options, report);
   const std::vector<std::string>& shard_dirs = report.shard_dirs;
-  if (!shard_dirs.empty()) j["shards"] = shard_dirs;
   if (checked_index) j["index_integrity"] = {{"ok", problems.empty()}, {"problems", problems}};
   if (out.want_json()) {
     print_line(kwiki::json_text(j));

@@ -32,7 +32,9 @@ const char* kwiki_version(void);
 
 /** Builds or refreshes an index. request: {"wiki": [dirs], "internal": [dirs], "index": dir,
  *  "check": bool, "strict": bool, "force": bool, "shards": n}; "wiki" defaults to the bundled
- *  gpu-wiki. With "shards" >= 2 the answer lists the shard folders under "shards". */
+ *  gpu-wiki. The answer is kwiki index --json's: mode, index, generation, rebuilt, unchanged,
+ *  files, records, warnings, by_store, seconds; with "shards" >= 2 the shard folders under
+ *  "shards". */
 int kwiki_index(const char* request_json, char** out);
 
 /** Opens index_dir (NULL: $KWIKI_INDEX or ~/.cache/kwiki/index, built from the bundled
