@@ -684,6 +684,11 @@ struct Retriever::Impl {
   // that carry most of their weight (idf; a word the corpus lacks weighs most): it is about
   // what the request asks, not near it through common words.
   void mark_topics(const Search& s, std::vector<Candidate>& ranked, const std::vector<Hit>& hits, std::size_t leading) {
+    // A leading record that shares a label already covers the request: the posting-list walks
+    // below are spent only where coverage is in question (or --explain shows them).
+    const bool labelled = std::any_of(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(std::min(ranked.size(), leading)),
+                                      [](const Candidate& c) { return c.evidence.operator_match || c.evidence.symptom || c.evidence.instruction; });
+    if (labelled && !s.explain()) return;
     // The request's content words: its free words and the words of the operators, symptoms and
     // instructions it names (a corpus without labels has them in its text only).
     std::vector<std::string> words, keys;
@@ -704,34 +709,42 @@ struct Retriever::Impl {
     }
     if (words.empty()) return;
     const std::size_t n = std::min(ranked.size(), leading);
-    // Which leading records hold each word: one walk of its posting list in docid order (the
-    // index keeps no term lists).
-    std::vector<std::size_t> order(n);
-    for (std::size_t i = 0; i < n; ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return hits[ranked[a].hit].docid < hits[ranked[b].hit].docid; });
-    const double docs = std::max<double>(2, db.get_doccount());
-    std::vector<double> held(n, 0);
-    double total = 0;
-    for (const auto& w : words) {
-      const Xapian::doccount df = termfreq(w);
-      total += std::log((docs + 1) / (df + 0.5));
-      if (df == 0) continue;
-      Xapian::PostingIterator post = db.postlist_begin(w);
-      for (const std::size_t i : order) {
-        const Xapian::docid id = hits[ranked[i].hit].docid;
-        post.skip_to(id);
-        if (post == db.postlist_end(w)) break;
-        if (*post == id) held[i] += std::log((docs + 1) / (df + 0.5));
-      }
-    }
+    // Tags first (cheap): a tag equal to a word or word pair of the request.
+    bool tagged = false;
     for (std::size_t i = 0; i < n; ++i) {
       Candidate& c = ranked[i];
       for (const auto& tag : hits[c.hit].data->tags) {
         std::string lower = tag, key;
         std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return ch == '_' ? '-' : static_cast<char>(std::tolower(ch)); });
         for (const auto& piece : split(lower, '-')) key += (key.empty() ? "" : "-") + stemmer(piece);
-        if (contains(keys, key)) c.evidence.topic = true;
+        if (contains(keys, key)) c.evidence.topic = tagged = true;
       }
+    }
+    std::vector<double> held(n, 0);
+    double total = 0;
+    if (!tagged || s.explain()) {
+      // Which leading records hold each word: one walk of its posting list in docid order (the
+      // index keeps no term lists).
+      std::vector<std::size_t> order(n);
+      for (std::size_t i = 0; i < n; ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return hits[ranked[a].hit].docid < hits[ranked[b].hit].docid; });
+      const double docs = std::max<double>(2, db.get_doccount());
+      for (const auto& w : words) {
+        const Xapian::doccount df = termfreq(w);
+        const double idf = std::log((docs + 1) / (df + 0.5));
+        total += idf;
+        if (df == 0) continue;
+        Xapian::PostingIterator post = db.postlist_begin(w);
+        for (const std::size_t i : order) {
+          const Xapian::docid id = hits[ranked[i].hit].docid;
+          post.skip_to(id);
+          if (post == db.postlist_end(w)) break;
+          if (*post == id) held[i] += idf;
+        }
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      Candidate& c = ranked[i];
       const double share = total > 0 ? held[i] / total : 0;
       if (share >= s.w.topic_share) c.evidence.topic = true;
       if (s.explain()) {

@@ -20,7 +20,9 @@ struct Evidence {
   bool symptom = false;            ///< a symptom of the request is one of the record's
   bool instruction = false;        ///< an instruction the request names is the record's
   /// A word or word pair of the request is one of the record's tags, or the record holds the
-  /// request's words carrying most of their weight (RankWeights::topic_share). Leading records only.
+  /// request's words carrying most of their weight (RankWeights::topic_share). Marked on the
+  /// leading records, and only when none of them shares an operator, symptom or instruction
+  /// (or with --explain).
   bool topic = false;
   bool any() const { return operator_match || symptom || instruction || topic; }
 };
