@@ -73,7 +73,9 @@ TEST(Budget, FitsEverySizeFactsFirstEnvelopeWithinATenth) {
     const json j = json::parse(out);
     EXPECT_EQ(j["form"], "brief");
     // Facts come first: a record is served only when every fact was.
-    if (!j["records"].empty()) EXPECT_EQ(j["hardware"].size(), 3u) << max;
+    if (!j["records"].empty()) {
+      EXPECT_EQ(j["hardware"].size(), 3u) << max;
+    }
     for (const auto& f : j.value("hardware", json::array())) EXPECT_LE(f.dump().size(), kMaxBriefFactBytes) << max;
     // With content dropped, the envelope keeps to a tenth (or to its essentials below ~1.5 KB);
     // the not-covered verdict is part of the answer, not of its envelope.
@@ -84,9 +86,13 @@ TEST(Budget, FitsEverySizeFactsFirstEnvelopeWithinATenth) {
     for (const auto& n : envelope["notes"])
       if (!n.get<std::string>().starts_with("not covered")) kept.push_back(n);
     envelope["notes"] = kept;
-    if (max >= 2000 && j["records"].size() < 20) EXPECT_LE(envelope.dump().size(), max / 10) << max << " " << envelope.dump();
+    if (max >= 2000 && j["records"].size() < 20) {
+      EXPECT_LE(envelope.dump().size(), max / 10) << max << " " << envelope.dump();
+    }
     // The verdict note survives every budget that serves a record.
-    if (!j["records"].empty()) EXPECT_NE(j["notes"].dump().find("not covered"), std::string::npos) << max;
+    if (!j["records"].empty()) {
+      EXPECT_NE(j["notes"].dump().find("not covered"), std::string::npos) << max;
+    }
   }
 }
 
