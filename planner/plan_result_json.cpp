@@ -1,8 +1,8 @@
 // The account of a plan an agent reads: family, confidence, proof, SOL per shape, cited ids.
+#include "kwiki/planner.hpp"
+
 #include <cmath>
 #include <set>
-
-#include "kwiki/planner.hpp"
 
 namespace kwiki {
 namespace {
