@@ -13,8 +13,9 @@ using ordered_json = nlohmann::ordered_json;
 
 std::string dump(const ordered_json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
-// The full form: the record's labels, then its stored payload bytes spliced in verbatim.
-std::string render_full_record(const AnswerRecord& a) {
+// The full form: the record's labels, then its stored payload bytes spliced in verbatim, appended
+// to `out` (payloads are kilobytes: no temporary copies of them).
+void append_full_record(std::string& out, const AnswerRecord& a) {
   const Record& r = a.record;
   ordered_json head;
   head["wiki_id"] = r.id;
@@ -26,15 +27,19 @@ std::string render_full_record(const AnswerRecord& a) {
   if (!r.confidence.empty()) head["confidence"] = r.confidence;
   if (!r.tier.empty()) head["tier"] = r.tier;
   if (!a.explain_json.empty()) head["explain"] = ordered_json::parse(a.explain_json);
-  std::string text = dump(head);
-  const std::string placeholder = "\"applies_to\":null";
-  text.replace(text.find(placeholder), placeholder.size(), "\"applies_to\":" + r.applies_to_json);
-  text.pop_back();  // reopen the object to append the payload bytes
-  text += ",\"payload\":";
-  text += r.payload;
-  text += '}';
-  return text;
+  const std::string text = dump(head);
+  const std::string_view placeholder = "\"applies_to\":null";
+  const std::size_t at = text.find(placeholder);
+  out.append(text, 0, at);
+  out += "\"applies_to\":";
+  out += r.applies_to_json;
+  out.append(text, at + placeholder.size(), text.size() - at - placeholder.size() - 1);  // reopen the object for the payload
+  out += ",\"payload\":";
+  out += r.payload;
+  out += '}';
 }
+
+
 
 // Why a record matched, in a line: the reasons the match label does not already say, at most
 // three, "text match" only when nothing else matched.
@@ -70,6 +75,13 @@ std::string render_brief_record(const AnswerRecord& a) {
   }
   if (!a.explain_json.empty()) j["explain"] = ordered_json::parse(a.explain_json);
   return dump(j);
+}
+
+void append_record_entry(std::string& out, const AnswerRecord& record, AnswerForm form) {
+  out += dump(record.record.key);
+  out += ':';
+  if (form == AnswerForm::kFull) append_full_record(out, record);
+  else out += render_brief_record(record);
 }
 
 std::string join_notes(const Answer& answer) {
@@ -118,7 +130,9 @@ std::string render_fact_json(const FactAnswer& f, AnswerForm form, bool sources)
 }
 
 std::string render_record_entry(const AnswerRecord& record, AnswerForm form) {
-  return dump(record.record.key) + ":" + (form == AnswerForm::kFull ? render_full_record(record) : render_brief_record(record));
+  std::string out;
+  append_record_entry(out, record, form);
+  return out;
 }
 
 }  // namespace detail
@@ -126,18 +140,28 @@ std::string render_record_entry(const AnswerRecord& record, AnswerForm form) {
 std::string json_text(const ordered_json& value) { return dump(value); }
 
 std::string render_answer_json(const Answer& answer) {
-  std::string out = "{";
+  std::string out;
+  std::size_t payloads = 0;
+  if (answer.form == AnswerForm::kFull)
+    for (const auto& a : answer.records) payloads += a.record.payload.size() + a.record.applies_to_json.size() + 256;
+  out.reserve(payloads + 1024);
+  out += '{';
   if (!answer.query_id.empty()) out += "\"query_id\":" + dump(answer.query_id) + ",";
   if (answer.form == AnswerForm::kBrief) out += "\"form\":\"brief\",";
   if (!answer.facts.empty()) {
     out += "\"hardware\":[";
-    for (std::size_t i = 0; i < answer.facts.size(); ++i)
-      out += (i ? "," : "") + detail::render_fact_json(answer.facts[i], answer.form, answer.fact_sources);
+    for (std::size_t i = 0; i < answer.facts.size(); ++i) {
+      if (i) out += ',';
+      out += detail::render_fact_json(answer.facts[i], answer.form, answer.fact_sources);
+    }
     out += "],";
   }
   if (!answer.comparison.is_null()) out += "\"comparison\":" + dump(answer.comparison) + ",";
   out += "\"records\":{";
-  for (std::size_t i = 0; i < answer.records.size(); ++i) out += (i ? "," : "") + detail::render_record_entry(answer.records[i], answer.form);
+  for (std::size_t i = 0; i < answer.records.size(); ++i) {
+    if (i) out += ',';
+    append_record_entry(out, answer.records[i], answer.form);
+  }
   out += "},\"notes\":" + join_notes(answer);
   if (answer.form == AnswerForm::kBrief && !answer.records.empty()) out += ",\"get\":" + dump(detail::kGetHint);
   if (!answer.explain_json.empty()) out += ",\"explain\":" + answer.explain_json;
