@@ -461,9 +461,17 @@ void read_workspace(Context& c) {
 
 BaselineResult baseline_stages(const BaselineRequest& request) {
   Context c(request);
+  constexpr int kSteps = 6;
+  auto stage = [&](int step, const char* what) {
+    if (request.progress) request.progress(step, kSteps, what);
+  };
+  stage(1, "reading the workspace's plan");
   read_workspace(c);
+  stage(2, "writing the candidate kernel and its harness");
   generate(c);
+  stage(3, c.cpu ? "building the CPU twin" : "building the kernel");
   build_stage(c);
+  stage(4, "running the harness: correctness per shape, then timing");
   run(c);
   BaselineResult& r = c.result;
   if (r.status.empty()) {
@@ -473,7 +481,9 @@ BaselineResult baseline_stages(const BaselineRequest& request) {
     if (r.not_measured_because.empty()) r.not_measured_because = r.notes.empty() ? "not compiled" : r.notes.back();
   }
   r.static_evidence = c.evidence;
+  stage(5, "writing baseline_report.md and memory/v0.json");
   report_stage(c);
+  stage(6, request.commit ? "committing the workspace" : "done (no commit)");
   commit(c);
   return r;
 }
@@ -514,6 +524,32 @@ std::string template_source(const std::string& pattern, const std::string& dtype
          std::string(vendor == "amd" ? "hip" : "cu") + "`.\n";
   out += "#define KWIKI_T " + element_type(dtype, vendor) + "\n#define KWIKI_DEFINE_LAUNCHER 1\n\n" + inlined;
   return out;
+}
+
+nlohmann::ordered_json baseline_result_json(const BaselineRequest& request, const BaselineResult& r, bool brief) {
+  using ordered_json = nlohmann::ordered_json;
+  ordered_json j;
+  j["workspace"] = request.workspace;
+  j["kernel"] = r.kernel_path;
+  j["compiled"] = r.compiled;
+  j["measured"] = r.measured;
+  j["status"] = r.status;
+  j["not_measured_because"] = r.not_measured_because.empty() ? ordered_json() : ordered_json(r.not_measured_because);
+  j["report"] = "baseline_report.md";
+  if (!brief) {
+    j["static_evidence"] = r.static_evidence;
+    j["result"] = r.result_json;
+  } else if (r.result_json.is_object()) {
+    // The RESULT_JSON lines an agent decides on; the whole is in profiles/v0/test_kernel.log.
+    ordered_json summary;
+    for (const char* key : {"all_pass", "statuses", "failures", "latency_us_geomean", "speedup_vs_ref_geomean", "max_abs_err", "max_rel_err", "device"})
+      if (r.result_json.contains(key)) summary[key] = r.result_json[key];
+    j["result"] = std::move(summary);
+  } else {
+    j["result"] = nullptr;
+  }
+  j["notes"] = r.notes;
+  return j;
 }
 
 BaselineResult run_baseline(const BaselineRequest& request) {

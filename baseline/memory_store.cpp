@@ -267,4 +267,44 @@ std::pair<std::string, ordered_json> MemoryStore::parse_assignment(const std::st
   return {key, value};
 }
 
+std::optional<ordered_json> run_memory_action(const MemoryRequest& a) {
+  if (a.workspace.empty()) throw Error(ErrorCode::kUsage, "kwiki memory needs --workspace DIR");
+  const MemoryStore store(a.workspace);
+  auto need_version = [&] {
+    if (a.version.empty()) throw Error(ErrorCode::kUsage, "kwiki memory " + a.action + " needs --version vN");
+  };
+  if (a.action == "init") {
+    store.init();
+    return ordered_json{{"initialized", a.workspace + "/memory"}};
+  }
+  if (a.action == "create") {
+    need_version();
+    ordered_json fields = ordered_json::object();
+    for (const auto& [k, v] : a.sets) fields[k] = v;
+    return store.create(a.version, fields);
+  }
+  if (a.action == "read") {
+    need_version();
+    return store.read(a.version, a.include_masked);
+  }
+  if (a.action == "update") {
+    need_version();
+    if (a.sets.empty()) throw Error(ErrorCode::kUsage, "kwiki memory update needs at least one --set field.path=value");
+    return store.update(a.version, a.sets);
+  }
+  if (a.action == "mask" || a.action == "unmask") {
+    need_version();
+    store.set_masked(a.version, a.action == "mask");
+    return ordered_json{{"version", a.version}, {"masked", a.action == "mask"}};
+  }
+  if (a.action == "summary") return store.summary();
+  if (a.action == "latest") {
+    const auto v = store.latest();
+    if (!v) return std::nullopt;
+    return store.read(*v);
+  }
+  if (a.action == "list") return ordered_json(store.list());
+  throw Error(ErrorCode::kUsage, "unknown memory action \"" + a.action + "\" (init, create, read, update, mask, unmask, summary, latest, list)");
+}
+
 }  // namespace kwiki

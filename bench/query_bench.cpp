@@ -1,7 +1,8 @@
 // query_bench: latency of kwiki query, as a whole process (start, open, answer, exit) and
 // in-process, on the bundled corpus, the foreign corpus and (with --records N) a generated one.
-// Usage: query_bench [--kwiki PATH] [--upstream DIR] [--runs N] [--records N] [--index DIR] [--in-process-only]
-// (--index DIR times that existing index only, e.g. a generated 1M-record one kept from a run)
+// Usage: query_bench [--kwiki PATH] [--upstream DIR] [--runs N] [--records N] [--index DIR] [--brief BYTES] [--in-process-only]
+// (--index DIR times that existing index only, e.g. a generated 1M-record one kept from a run;
+// --brief BYTES times the answer an agent affords: --brief --max-bytes BYTES)
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -41,6 +42,9 @@ struct Stats {
   double median = 0, p10 = 0, p90 = 0;
 };
 
+// --brief BYTES: the brief form within a byte budget (0: the default, whole records).
+std::size_t g_brief_bytes = 0;
+
 Stats stats_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   auto at = [&](double q) { return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]; };
@@ -49,6 +53,7 @@ Stats stats_of(std::vector<double> v) {
 
 double run_process(const std::string& kwiki, const std::string& index, const std::string& request) {
   std::vector<std::string> args = {kwiki, "query", request, "--index", index, "--json"};
+  if (g_brief_bytes != 0) args.insert(args.end(), {"--brief", "--max-bytes", std::to_string(g_brief_bytes)});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -84,6 +89,8 @@ void bench_corpus(const std::string& name, const std::string& kwiki, const std::
   kwiki::QueryEngine engine = kwiki::QueryEngine::open(index);
   kwiki::QueryOptions options;
   options.log = false;
+  options.brief = g_brief_bytes != 0;
+  options.max_bytes = g_brief_bytes;
   std::vector<double> times;
   for (const auto& r : kRequests) engine.query(r, options);
   for (int i = 0; i < runs; ++i) {
@@ -130,8 +137,9 @@ int main(int argc, char** argv) {
     else if (a == "--runs") runs = std::stoi(argv[i + 1]);
     else if (a == "--records") generated = std::stoul(argv[i + 1]);
     else if (a == "--index") existing = argv[i + 1];
+    else if (a == "--brief") g_brief_bytes = std::stoul(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: query_bench [--kwiki PATH] [--upstream DIR] [--runs N] [--records N] [--index DIR] [--in-process-only]\n");
+      std::fprintf(stderr, "usage: query_bench [--kwiki PATH] [--upstream DIR] [--runs N] [--records N] [--index DIR] [--brief BYTES] [--in-process-only]\n");
       return 2;
     }
   }
@@ -140,13 +148,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "query_bench: --index %s: no such folder\n", existing.c_str());
       return 2;
     }
-    std::printf("query_bench: %ld online CPUs, %zu requests cycled\n", sysconf(_SC_NPROCESSORS_ONLN), kRequests.size());
+    std::printf("query_bench: %ld online CPUs, %zu requests cycled%s\n", sysconf(_SC_NPROCESSORS_ONLN), kRequests.size(),
+                g_brief_bytes ? (", --brief --max-bytes " + std::to_string(g_brief_bytes)).c_str() : "");
     bench_corpus(fs::path(existing).filename().string(), kwiki, existing, runs, process);
     return 0;
   }
   const std::string scratch = (fs::temp_directory_path() / ("kwiki-query-bench-" + std::to_string(getpid()))).string();
   fs::create_directories(scratch);
-  std::printf("query_bench: %ld online CPUs, %zu requests cycled\n", sysconf(_SC_NPROCESSORS_ONLN), kRequests.size());
+  std::printf("query_bench: %ld online CPUs, %zu requests cycled%s\n", sysconf(_SC_NPROCESSORS_ONLN), kRequests.size(),
+              g_brief_bytes ? (", --brief --max-bytes " + std::to_string(g_brief_bytes)).c_str() : "");
   bench_corpus("bundled gpu-wiki", kwiki, build(kwiki::bundled_wiki_dir(), scratch + "/bundled"), runs, process);
   if (fs::is_directory(upstream)) bench_corpus("upstream-gpu-wiki", kwiki, build(upstream, scratch + "/upstream"), runs, process);
   else std::printf("upstream-gpu-wiki    skipped: %s not found\n", upstream.c_str());

@@ -91,10 +91,7 @@ int kwiki_index(const char* request_json, char** out) {
     options.force = arg_bool(r, "force", false);
     options.shards = static_cast<std::size_t>(arg_integer(r, "shards", 1, 1, 256));
     const kwiki::IndexReport report = kwiki::build_index(options);
-    ordered_json j = {{"index", options.index_dir}, {"generation", report.generation}, {"rebuilt", report.rebuilt},
-                      {"records", report.records}, {"warnings", report.diagnostics.size()}};
-    if (!report.shard_dirs.empty()) j["shards"] = report.shard_dirs;
-    result = kwiki::json_text(j);
+    result = kwiki::json_text(kwiki::index_report_json(options, report));
     return KWIKI_OK;
   });
 }
@@ -123,7 +120,8 @@ int kwiki_query(kwiki_engine* engine, const char* request_json, char** out) {
     kwiki::QueryOptions options;
     options.brief = arg_bool(r, "brief", false);
     options.max_bytes = static_cast<std::size_t>(arg_integer(r, "max_bytes", 0, 0, 10'000'000));
-    options.max_records = static_cast<std::size_t>(arg_integer(r, "max_records", 20, 1, 1000));
+    options.max_records = static_cast<std::size_t>(arg_integer(r, "max_records", 0, 0, 1000));
+    options.sources = arg_bool(r, "sources", false);
     options.explain = arg_bool(r, "explain", false);
     std::optional<json> intent;
     if (r.contains("intent") && !r["intent"].is_null()) intent = r["intent"];
@@ -139,7 +137,12 @@ int kwiki_hardware(kwiki_engine* engine, const char* request_json, char** out) {
     const json r = parse_request(request_json);
     const std::string product = arg_string(r, "product");
     if (product.empty()) throw kwiki::Error(kwiki::ErrorCode::kUsage, "hardware needs \"product\"", "", "/product");
-    const kwiki::HardwareAnswer a = e.hardware(product, arg_string(r, "field"), arg_string(r, "vs"));
+    kwiki::HardwareOptions options;
+    options.field = arg_string(r, "field");
+    options.vs = arg_string(r, "vs");
+    options.brief = arg_bool(r, "brief", false);
+    options.sources = arg_bool(r, "sources", true);
+    const kwiki::HardwareAnswer a = e.hardware(product, options);
     result = a.json;
     return a.exit_code;
   });
@@ -149,20 +152,9 @@ int kwiki_get(kwiki_engine* engine, const char* request_json, char** out) {
   return guarded(out, [&](std::string& result) {
     kwiki::QueryEngine& e = engine_of(engine);
     const json r = parse_request(request_json);
-    kwiki::Answer answer;
-    for (const auto& id : arg_strings(r, "ids")) {
-      auto record = e.store().get(id);
-      if (!record) {
-        answer.notes.push_back("unknown id: " + id);
-        continue;
-      }
-      kwiki::AnswerRecord a;
-      a.record = std::move(*record);
-      a.why = {"requested by id"};
-      answer.records.push_back(std::move(a));
-    }
-    result = kwiki::render_answer_json(answer);
-    return answer.records.empty() ? KWIKI_NOTHING_FOUND : KWIKI_OK;
+    const kwiki::QueryResult got = e.get(arg_strings(r, "ids"));
+    result = got.json;
+    return got.exit_code;
   });
 }
 
@@ -181,8 +173,7 @@ int kwiki_plan(kwiki_engine* engine, const char* request_json, char** out) {
     p.dry_run_timeout_seconds = static_cast<int>(arg_integer(r, "dry_run_timeout", 120, 1, 3600));
     if (p.task_path.empty() || p.product.empty()) throw kwiki::Error(kwiki::ErrorCode::kUsage, "plan needs \"task\" and \"gpu\"");
     const kwiki::PlanResult planned = kwiki::make_plan(p, e);
-    ordered_json j = {{"workspace", planned.workspace}, {"pattern", planned.pattern}, {"plan", planned.plan}};
-    result = kwiki::json_text(j);
+    result = kwiki::json_text(kwiki::plan_result_json(planned, arg_bool(r, "with_plan", false)));
     return KWIKI_OK;
   });
 }

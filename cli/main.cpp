@@ -126,20 +126,8 @@ int run_index(const IndexArgs& args, const std::string& index_option, const Outp
     checked_index = true;
   }
   const int status = report_integrity(problems, options.index_dir);
-  ordered_json j;
-  j["mode"] = args.check ? "check" : "index";
-  j["index"] = args.check ? "" : options.index_dir;
-  j["generation"] = report.generation;
-  j["rebuilt"] = report.rebuilt;
-  j["unchanged"] = !args.check && !report.rebuilt;
-  j["files"] = report.files;
-  j["records"] = report.records;
-  j["warnings"] = report.diagnostics.size();
-  j["by_store"] = report.by_store;
-  j["seconds"] = report.seconds;
-  // Shard folders, for xapian-tcpsrv on the hosts that will serve them.
+  ordered_json j = kwiki::index_report_json(options, report);
   const std::vector<std::string>& shard_dirs = report.shard_dirs;
-  if (!shard_dirs.empty()) j["shards"] = shard_dirs;
   if (checked_index) j["index_integrity"] = {{"ok", problems.empty()}, {"problems", problems}};
   if (out.want_json()) {
     print_line(kwiki::json_text(j));
@@ -207,27 +195,7 @@ int run_stats(const std::string& index_option, const OutputFlags& out) {
 }
 
 // ---- kwiki get ----
-int run_get(const std::vector<std::string>& ids, const std::string& index_option, const OutputFlags& out) {
-  const kwiki::Store store = open_store(index_option);
-  kwiki::Answer answer;
-  for (const auto& id : ids) {
-    auto record = store.get(id);
-    if (!record) {
-      answer.notes.push_back("unknown id: " + id);
-      continue;
-    }
-    bool duplicate = false;
-    for (const auto& a : answer.records) duplicate = duplicate || a.record.key == record->key;
-    if (duplicate) continue;
-    kwiki::AnswerRecord a;
-    a.record = std::move(*record);
-    a.why = {"requested by id"};
-    answer.records.push_back(std::move(a));
-  }
-  if (out.want_json()) print_line(kwiki::render_answer_json(answer));
-  else std::fputs(kwiki::render_answer_text(answer).c_str(), stdout);
-  return answer.records.empty() ? kExitNothingFound : kExitOk;
-}
+int run_get(const std::vector<std::string>& ids, const std::string& index_option, const OutputFlags& out);
 
 // ---- kwiki query ----
 struct QueryArgs {
@@ -281,21 +249,28 @@ int run_query(QueryArgs args, const std::string& index_option, const OutputFlags
   return result.exit_code;
 }
 
+int run_get(const std::vector<std::string>& ids, const std::string& index_option, const OutputFlags& out) {
+  const kwiki::QueryResult result = open_engine(index_option).get(ids);
+  if (out.want_json()) print_line(result.json);
+  else std::fputs(kwiki::render_answer_text(result.answer).c_str(), stdout);
+  return result.exit_code;
+}
+
 // ---- kwiki hw ----
-int run_hw(const std::string& product, const std::string& field, const std::string& vs, const std::string& index_option,
-           const OutputFlags& out) {
+int run_hw(const std::string& product, const kwiki::HardwareOptions& options, const std::string& index_option, const OutputFlags& out) {
   kwiki::QueryEngine engine = open_engine(index_option);
-  const kwiki::HardwareAnswer hw = engine.hardware(product, field, vs);
+  const kwiki::HardwareAnswer hw = engine.hardware(product, options);
   if (out.want_json()) {
     print_line(hw.json);
     return hw.exit_code;
   }
-  for (const auto& f : hw.facts) {
+  for (const auto& f : hw.answer.facts) {
     std::printf("%-12s %-44s %s %s  [%s:%s, %s]\n", f.product.c_str(), f.field.c_str(), kwiki::json_text(f.value).c_str(), f.unit.c_str(),
                 f.record.c_str(), f.field.c_str(), f.evidence.c_str());
+    if (!f.alias.empty()) std::printf("%-12s alias: %s\n", "", f.alias.c_str());
   }
-  if (hw.comparison.is_array())
-    for (const auto& row : hw.comparison) std::printf("vs: %s\n", kwiki::json_text(row).c_str());
+  if (hw.answer.comparison.is_array())
+    for (const auto& row : hw.answer.comparison) std::printf("vs: %s\n", kwiki::json_text(row).c_str());
   for (const auto& n : hw.answer.notes) std::printf("note: %s\n", n.c_str());
   return hw.exit_code;
 }
@@ -317,29 +292,20 @@ int run_plan(kwiki::PlanRequest request, const std::string& shapes, const std::s
     if (!id.empty()) request.shape_ids.push_back(id);
   kwiki::QueryEngine engine = open_engine(index_option);
   const kwiki::PlanResult result = kwiki::make_plan(request, engine);
+  const ordered_json j = kwiki::plan_result_json(result);
   if (out.want_json()) {
-    ordered_json j;
-    j["workspace"] = result.workspace;
-    j["pattern"] = result.plan["pattern"];
-    j["target"] = result.plan["target"];
-    ordered_json shapes_json = ordered_json::array();
-    for (const auto& s : result.plan["shapes"]) shapes_json.push_back({{"id", s["id"]}, {"roofline", s["roofline"]}});
-    j["shapes"] = shapes_json;
-    j["records_consulted"] = result.plan["records_consulted"].size();
-    j["notes"] = result.notes;
     print_line(kwiki::json_text(j));
-  } else {
-    std::printf("planned %s (%s) on %s in %s\n", result.plan["task"]["name"].get<std::string>().c_str(), result.pattern.c_str(),
-                result.plan["target"]["product"].get<std::string>().c_str(), result.workspace.c_str());
-    for (const auto& s : result.plan["shapes"]) {
-      if (s["roofline"].is_null()) std::printf("  %-22s roofline not computed\n", s["id"].get<std::string>().c_str());
-      else
-        std::printf("  %-22s %-7s SOL %9.2f us  attainable %9.2f us\n", s["id"].get<std::string>().c_str(),
-                    s["roofline"]["bound"].get<std::string>().c_str(), s["roofline"]["sol_us"].get<double>(),
-                    s["roofline"]["attainable_us"].get<double>());
-    }
-    for (const auto& n : result.notes) std::printf("note: %s\n", n.c_str());
+    return kExitOk;
   }
+  std::printf("planned %s (%s%s) on %s in %s\n", j["task"].get<std::string>().c_str(), j["pattern"]["name"].get<std::string>().c_str(),
+              j["family"].is_null() ? ", unproven" : ", proven", j["target"]["product"].get<std::string>().c_str(), result.workspace.c_str());
+  for (const auto& s : j["shapes"]) {
+    if (s["bound"].is_null()) std::printf("  %-22s roofline not computed\n", s["id"].get<std::string>().c_str());
+    else
+      std::printf("  %-22s %-7s SOL %9.2f us  attainable %9.2f us\n", s["id"].get<std::string>().c_str(), s["bound"].get<std::string>().c_str(),
+                  s["sol_us"].get<double>(), s["attainable_us"].get<double>());
+  }
+  for (const auto& n : result.notes) std::printf("note: %s\n", n.c_str());
   return kExitOk;
 }
 
@@ -348,19 +314,12 @@ int run_baseline_command(kwiki::BaselineRequest request, const std::string& shap
   std::stringstream ss(shapes);
   for (std::string id; std::getline(ss, id, ',');)
     if (!id.empty()) request.shape_ids.push_back(id);
+  // Progress on stderr when someone watches it; quiet otherwise.
+  if (::isatty(STDERR_FILENO))
+    request.progress = [](int step, int steps, const std::string& stage) { std::fprintf(stderr, "kwiki: [%d/%d] %s\n", step, steps, stage.c_str()); };
   const kwiki::BaselineResult r = kwiki::run_baseline(request);
   if (out.want_json()) {
-    ordered_json j;
-    j["workspace"] = request.workspace;
-    j["kernel"] = r.kernel_path;
-    j["compiled"] = r.compiled;
-    j["measured"] = r.measured;
-    j["status"] = r.status;
-    j["not_measured_because"] = r.not_measured_because.empty() ? ordered_json() : ordered_json(r.not_measured_because);
-    j["static_evidence"] = r.static_evidence;
-    j["result"] = r.result_json;
-    j["notes"] = r.notes;
-    print_line(kwiki::json_text(j));
+    print_line(kwiki::json_text(kwiki::baseline_result_json(request, r, false)));
   } else {
     std::printf("baseline %s: %s (%s)\n", request.workspace.c_str(), r.status.c_str(),
                 r.measured ? "measured" : ("not measured: " + r.not_measured_because).c_str());
@@ -395,52 +354,18 @@ struct MemoryArgs {
 };
 
 int run_memory(const MemoryArgs& a, const OutputFlags& out) {
-  if (a.workspace.empty()) throw Error(ErrorCode::kUsage, "kwiki memory needs --workspace DIR");
-  const kwiki::MemoryStore store(a.workspace);
-  auto need_version = [&] {
-    if (a.version.empty()) throw Error(ErrorCode::kUsage, "kwiki memory " + a.action + " needs --version vN");
-  };
-  std::vector<std::pair<std::string, ordered_json>> sets;
-  for (const auto& s : a.sets) sets.push_back(kwiki::MemoryStore::parse_assignment(s));
-  ordered_json result;
-  if (a.action == "init") {
-    store.init();
-    result = {{"initialized", a.workspace + "/memory"}};
-  } else if (a.action == "create") {
-    need_version();
-    ordered_json fields = ordered_json::object();
-    for (const auto& [k, v] : sets) fields[k] = v;
-    result = store.create(a.version, fields);
-  } else if (a.action == "read") {
-    need_version();
-    result = store.read(a.version, a.include_masked);
-  } else if (a.action == "update") {
-    need_version();
-    if (sets.empty()) throw Error(ErrorCode::kUsage, "kwiki memory update needs at least one --set field.path=value");
-    result = store.update(a.version, sets);
-  } else if (a.action == "mask" || a.action == "unmask") {
-    need_version();
-    store.set_masked(a.version, a.action == "mask");
-    result = {{"version", a.version}, {"masked", a.action == "mask"}};
-  } else if (a.action == "summary") {
-    result = store.summary();
-  } else if (a.action == "latest") {
-    const auto v = store.latest();
-    if (!v) {
-      print_line(kwiki::json_text({{"latest", nullptr}}));
-      return kExitNothingFound;
-    }
-    result = store.read(*v);
-  } else if (a.action == "list") {
-    result = store.list();
-  } else {
-    throw Error(ErrorCode::kUsage, "unknown memory action \"" + a.action + "\" (init, create, read, update, mask, unmask, summary, latest, list)");
+  kwiki::MemoryRequest request{a.action, a.workspace, a.version, {}, a.include_masked};
+  for (const auto& s : a.sets) request.sets.push_back(kwiki::MemoryStore::parse_assignment(s));
+  const std::optional<ordered_json> result = kwiki::run_memory_action(request);
+  if (!result) {
+    print_line(kwiki::json_text({{"latest", nullptr}}));
+    return kExitNothingFound;
   }
   if (out.want_json() || a.action != "summary") {
-    print_line(kwiki::json_text(result));
+    print_line(kwiki::json_text(*result));
   } else {
     std::printf("%-8s %-7s %-13s %-14s %-10s %-8s %s\n", "version", "masked", "status", "latency_us", "SOL eff", "speedup", "action");
-    for (const auto& r : result)
+    for (const auto& r : *result)
       std::printf("%-8s %-7s %-13s %-14s %-10s %-8s %s\n", r["version"].get<std::string>().c_str(), r["masked"].get<bool>() ? "yes" : "no",
                   r["status"].get<std::string>().c_str(), kwiki::json_text(r["latency_us"]).c_str(), kwiki::json_text(r["sol_efficiency_geomean"]).c_str(),
                   kwiki::json_text(r["speedup_vs_ref_geomean"]).c_str(), r["action"].get<std::string>().c_str());
@@ -480,11 +405,12 @@ CLI::Validator whole_in(long long min, long long max) {
 int main(int argc, char** argv) {
   CLI::App app{"kwiki: knowledge-base index and query engine for GPU kernel work (Hopper, CDNA3/CDNA4)."};
   app.require_subcommand(1);
-  app.footer(
-      "Exit codes: 0 answer, 1 valid request with nothing found, 2 usage or input error,\n"
+  const std::string footer =
+      "Exit codes: 0 answer, 1 valid request with nothing found (or not covered: the notes say so), 2 usage or input error,\n"
       "3 not recorded, 4 runtime failure (index missing or corrupt, a shard unreachable, a build failure),\n5 baseline built but not measured (no suitable GPU).\n"
       "The index lives in --index DIR, else $KWIKI_INDEX, else ~/.cache/kwiki/index; commands that need\n"
-      "one build it from the bundled gpu-wiki on first use.");
+      "one build it from the bundled gpu-wiki on first use.";
+  app.footer(footer);
   std::string index_option;
   OutputFlags out;
   app.add_option("--index", index_option, "index folder (default: $KWIKI_INDEX or ~/.cache/kwiki/index)");
@@ -506,27 +432,42 @@ int main(int argc, char** argv) {
   auto* stats = app.add_subcommand("stats", "records by store, type, vendor and architecture; the generation; roots");
 
   std::vector<std::string> get_ids;
-  auto* get = app.add_subcommand("get", "records by id, in the answer shape (payloads byte-identical to the stored ones)");
+  auto* get = app.add_subcommand("get", "records by id, in the answer shape (payloads byte-identical to the stored ones; a repeated id once)");
   get->add_option("ids", get_ids, "record ids (internal ones as internal_gpu_wiki::<id>)")->required();
 
   QueryArgs query_args;
   auto* query = app.add_subcommand("query", "answer a natural-language request from the knowledge base");
   query->add_option("text", query_args.text, "the request, in prose (quote it); - reads it from standard input");
-  query->add_flag("--brief", query_args.options.brief, "elide long payload fields (listed in payload.omitted_by_brief)");
-  query->add_option("--max-bytes", query_args.options.max_bytes, "hard limit on the answer's size in bytes (256 to 10000000; 0 = none)")
+  query->add_flag("--brief", query_args.options.brief,
+                  "the brief form: per record its id, type, match label, title, what to do, why and citation (8 records, about 4 KB); "
+                  "facts without sources; kwiki get ID gives a record whole");
+  query->add_option("--max-bytes", query_args.options.max_bytes,
+                    "hard limit on the answer's size in bytes (256 to 10000000; 0 = none), spent on facts, then records in the brief "
+                    "form, then (without --brief) longer fields of the top records; while content is dropped, the notes and the "
+                    "dropped ids take at most a tenth")
       ->check(whole_in(0, 10'000'000));
-  query->add_option("--max-records", query_args.options.max_records, "at most this many records (1 to 1000, default 20)")->check(whole_in(1, 1000));
+  query->add_option("--max-records", query_args.options.max_records, "at most this many records (1 to 1000; default 20, 8 with --brief)")
+      ->check(whole_in(1, 1000));
+  query->add_flag("--sources", query_args.options.sources, "brief form: give each hardware fact its sources too");
   query->add_flag("--explain", query_args.options.explain, "add the extracted intent and score parts under \"explain\"");
+  query->footer(
+      "A typo of a lexicon word (an operator, product, framework, symptom) is read as that word and the notes say so;\n"
+      "a word the knowledge base or the lexicon knows is never rewritten. When the leading records share no operator,\n"
+      "topic, instruction or symptom with the request, the notes say it is not covered, name the nearest records, and\n"
+      "the exit status is 1. The answer contract (full and brief forms, budgets): docs/ANSWERS.md.\n\n" +
+      footer);
   query->add_option("--intent", query_args.intent_file, "replay an upstream 8-slot intent JSON file instead of extracting one");
   query->add_option("--remote", query_args.remote,
                     "full text from shards served elsewhere: HOST:PORT[,HOST:PORT...] (xapian-tcpsrv), shard folders or a "
                     "stub file, every shard once; the store stays local (--index)");
 
-  std::string hw_product, hw_field, hw_vs;
+  std::string hw_product;
+  kwiki::HardwareOptions hw_options;
   auto* hw = app.add_subcommand("hw", "exact hardware facts of a product, with their sources");
   hw->add_option("--product", hw_product, "product, in any usual spelling (H200, \"h200 sxm\", MI300X)")->required();
-  hw->add_option("--field", hw_field, "dot path, e.g. peak_compute.bf16.dense, memory.bandwidth_tb_s, roofline");
-  hw->add_option("--vs", hw_vs, "a second product: both values and the ratio for every shared numeric field");
+  hw->add_option("--field", hw_options.field, "dot path, e.g. peak_compute.bf16.dense, memory.bandwidth_tb_s, roofline");
+  hw->add_option("--vs", hw_options.vs, "a second product: both values and the ratio for every shared numeric field");
+  hw->add_flag("--brief", hw_options.brief, "spec sheets in the brief form (title and citation), not whole; facts keep their sources");
 
   std::string fb_query, fb_id, fb_outcome;
   auto* feedback = app.add_subcommand("feedback", "record what a served record did for you (feeds ranking)");
@@ -595,7 +536,9 @@ int main(int argc, char** argv) {
   memory->add_option("--set", memory_args.sets, "field.path=value (JSON when it parses: numbers, true, null, \"text\"; else text)");
   memory->add_flag("--include-masked", memory_args.include_masked, "read a masked version");
 
-  auto* mcp = app.add_subcommand("mcp", "serve kwiki to an MCP client over stdio (tools: query, hardware, get, plan)");
+  auto* mcp = app.add_subcommand("mcp",
+                                 "serve kwiki to an MCP client over stdio (MCP 2025-06-18, 2025-03-26, 2024-11-05; tools: query, hardware, "
+                                 "get, plan, baseline, util, memory; answers brief by default)");
 
   for (auto* sub : {mcp}) sub->add_option("--index", index_option, "index folder");
   mcp->add_option("--remote", query_args.remote, "full text from shards served elsewhere (as kwiki query --remote)");
@@ -623,7 +566,7 @@ int main(int argc, char** argv) {
     if (*stats) return run_stats(index_option, out);
     if (*get) return run_get(get_ids, index_option, out);
     if (*query) return run_query(query_args, index_option, out);
-    if (*hw) return run_hw(hw_product, hw_field, hw_vs, index_option, out);
+    if (*hw) return run_hw(hw_product, hw_options, index_option, out);
     if (*feedback) return run_feedback(fb_query, fb_id, fb_outcome, index_option, out);
     if (*baseline) {
       baseline_request.commit = !no_commit;

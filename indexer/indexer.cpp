@@ -395,4 +395,21 @@ bool ensure_index(const std::string& index_dir) {
   return true;
 }
 
+nlohmann::ordered_json index_report_json(const IndexOptions& options, const IndexReport& report) {
+  nlohmann::ordered_json j;
+  j["mode"] = options.check_only ? "check" : "index";
+  j["index"] = options.check_only ? "" : options.index_dir;
+  j["generation"] = report.generation;
+  j["rebuilt"] = report.rebuilt;
+  j["unchanged"] = !options.check_only && !report.rebuilt;
+  j["files"] = report.files;
+  j["records"] = report.records;
+  j["warnings"] = report.diagnostics.size();
+  j["by_store"] = report.by_store;
+  j["seconds"] = report.seconds;
+  // Shard folders, for xapian-tcpsrv on the hosts that will serve them.
+  if (!report.shard_dirs.empty()) j["shards"] = report.shard_dirs;
+  return j;
+}
+
 }  // namespace kwiki

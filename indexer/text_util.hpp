@@ -15,7 +15,8 @@ std::string now_iso8601();
 /// A product alias as stored and looked up: lowercase alphanumerics, other runs as one '-'.
 std::string normalize_alias(const std::string& s);
 
-/// Levenshtein distance between two byte strings.
+/// Typing distance between two byte strings: insertions, deletions, substitutions and swaps of
+/// two adjacent bytes ("rmsnrom" -> "rmsnorm") count one each (optimal string alignment).
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
 /// Appends value unless it is empty or already listed (lists here hold a handful of labels).

@@ -2,70 +2,45 @@
 #include "kwiki/mcp.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "json_args.hpp"
-#include "mcp_protocol.hpp"
 #include "kwiki/answer.hpp"
 #include "kwiki/error.hpp"
 #include "kwiki/indexer.hpp"
-#include "kwiki/planner.hpp"
+#include "mcp_protocol.hpp"
+#include "mcp_tools.hpp"
 
 namespace kwiki {
 namespace {
 
 using json = nlohmann::ordered_json;
-using detail::arg_bool;
-using detail::arg_integer;
-using detail::arg_string;
-using detail::arg_strings;
 
 using detail::kInternalError;
 using detail::kInvalidParams;
 using detail::kMethodNotFound;
-// Protocol revisions this server speaks, newest first: a client's supported version is echoed,
-// any other gets the newest (the client then decides whether to go on).
+
+// Protocol revisions this server speaks, newest first. A client asking for one of them gets it;
+// any other gets the newest, and the client decides whether to go on (MCP lifecycle).
 constexpr const char* kProtocolVersions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
+// The first revision whose progress notifications carry a message.
+constexpr std::string_view kProgressMessageSince = "2025-03-26";
 
-json property(const char* type, const char* description) { return {{"type", type}, {"description", description}}; }
+// What an agent needs to know before its first call.
+constexpr const char* kInstructions =
+    "kwiki answers GPU kernel questions for NVIDIA Hopper and AMD CDNA3/CDNA4 from a cited knowledge base, without a language "
+    "model. The workflow: query (prose in, cited facts and brief records out) -> hardware (exact numbers) -> get (whole "
+    "records) -> plan (a task's V0 design, SOL per shape) -> baseline (build, check, time; progress notifications) -> util "
+    "(% of peak for a measured time) -> memory (iteration records). Answers are brief by default; every number cites "
+    "record:field.";
 
-json tools() {
-  auto tool = [](const char* name, const char* description, json properties, json required) {
-    return json{{"name", name},
-                {"description", description},
-                {"inputSchema", {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}, {"additionalProperties", false}}}};
-  };
-  json max_bytes = property("integer", "hard limit on the answer size in bytes (256 to 10000000)");
-  max_bytes["minimum"] = 256;
-  json max_records = property("integer", "at most this many records (1 to 1000; default 20)");
-  max_records["minimum"] = 1;
-  json ids = {{"type", "array"}, {"items", {{"type", "string"}}}, {"minItems", 1}, {"description", "record ids"}};
-  return json::array({
-      tool("query",
-           "Answer a natural-language request about GPU kernel work (Hopper, CDNA3/CDNA4) from the gpu-wiki: exact hardware facts and ranked, "
-           "cited kernel know-how.",
-           {{"text", property("string", "the request in prose")},
-            {"brief", property("boolean", "elide long payload fields")},
-            {"max_bytes", max_bytes},
-            {"max_records", max_records}},
-           {"text"}),
-      tool("hardware", "Exact hardware facts of a GPU product with their sources; never a sibling's numbers.",
-           {{"product", property("string", "e.g. H200, MI300X")},
-            {"field", property("string", "dot path, e.g. peak_compute.bf16.dense")},
-            {"vs", property("string", "a second product to compare")}},
-           {"product"}),
-      tool("get", "Records by id, payloads byte-identical to the stored ones.", {{"ids", ids}}, {"ids"}),
-      tool("plan",
-           "Plan a V0 kernel: semantics, target, cited roofline and design, written to a new workspace. Runs the task's reference.py "
-           "(Python code) once per shape when torch is importable: give only tasks you trust.",
-           {{"task", property("string", "task folder or task.json")},
-            {"gpu", property("string", "target product")},
-            {"workspace", property("string", "folder to create")},
-            {"force", property("boolean", "replace a workspace that kwiki plan made earlier (never any other folder)")}},
-           {"task", "gpu"}),
-  });
+json tool_list() {
+  json tools = json::array();
+  for (const auto& t : detail::mcp_tools())
+    tools.push_back({{"name", t.name}, {"description", t.description}, {"inputSchema", t.input_schema}});
+  return tools;
 }
 
 json response(const json& id, json result) { return {{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}; }
@@ -74,22 +49,6 @@ json error_response(const json& id, int code, const std::string& message) { retu
 
 json tool_result(const std::string& text, bool is_error) {
   return {{"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", is_error}};
-}
-
-// Arguments a tool's schema does not list are refused, as "additionalProperties": false says.
-void check_argument_names(const nlohmann::json& args, const std::string& tool_name) {
-  for (const auto& t : tools()) {
-    if (t["name"] != tool_name) continue;
-    for (const auto& [key, value] : args.items())
-      if (!t["inputSchema"]["properties"].contains(key))
-        throw Error(ErrorCode::kUsage, "tool \"" + tool_name + "\" takes no argument \"" + key + "\"", "", "/" + key);
-  }
-}
-
-std::string require_string(const nlohmann::json& args, const char* key) {
-  const std::string value = arg_string(args, key);
-  if (value.empty()) throw Error(ErrorCode::kUsage, std::string("argument \"") + key + "\" is required and must be a non-empty string");
-  return value;
 }
 
 // The reply to a line over the size limit (serve() counts it without holding it).
@@ -102,7 +61,7 @@ json too_large(std::size_t bytes) {
 
 McpServer::McpServer(std::string index_dir, OpenOptions options)
     : index_dir_(std::move(index_dir)), options_(std::move(options)),
-      engine_(std::make_unique<QueryEngine>(QueryEngine::open(index_dir_, options_))) {}
+      engine_(std::make_unique<QueryEngine>(QueryEngine::open(index_dir_, options_))), protocol_version_(kProtocolVersions[0]) {}
 
 McpServer::~McpServer() = default;
 
@@ -112,7 +71,15 @@ QueryEngine& McpServer::engine() {
   return *engine_;
 }
 
-std::optional<std::string> McpServer::handle(const std::string& message) {
+std::string McpServer::negotiate(const nlohmann::json& params) {
+  const auto asked = params.find("protocolVersion");
+  if (asked != params.end() && asked->is_string())
+    for (const char* v : kProtocolVersions)
+      if (*asked == v) return v;
+  return kProtocolVersions[0];
+}
+
+std::optional<std::string> McpServer::handle(const std::string& message, const Notify& notify) {
   json id;  // null until the request's own id is known to be valid
   try {
     detail::McpParse parsed = detail::parse_mcp_message(message, kMaxMessageBytes);
@@ -126,64 +93,47 @@ std::optional<std::string> McpServer::handle(const std::string& message) {
       return std::nullopt;  // notifications get no response
     }
     if (method == "initialize") {
-      initialized_ = true;
-      const std::string asked = params.contains("protocolVersion") && params["protocolVersion"].is_string() ? params["protocolVersion"].get<std::string>() : "";
-      const bool known = std::any_of(std::begin(kProtocolVersions), std::end(kProtocolVersions), [&](const char* v) { return asked == v; });
-      return json_text(response(id, {{"protocolVersion", known ? asked : std::string(kProtocolVersions[0])},
-                                     {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                                     {"serverInfo", {{"name", "kwiki"}, {"version", "0.1.0"}}}}));
+      protocol_version_ = negotiate(params);
+      json result = {{"protocolVersion", protocol_version_},
+                     {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                     {"serverInfo", {{"name", "kwiki"}, {"version", "0.1.0"}}}};
+      if (protocol_version_ >= kProgressMessageSince) result["instructions"] = kInstructions;  // a 2025-03-26 field
+      return json_text(response(id, std::move(result)));
     }
     if (method == "ping") return json_text(response(id, json::object()));
-    if (method == "tools/list") return json_text(response(id, {{"tools", tools()}}));
+    if (method == "tools/list") return json_text(response(id, {{"tools", tool_list()}}));
     if (method != "tools/call") return json_text(error_response(id, kMethodNotFound, "method not found: " + method));
 
-    if (!params.contains("name") || !params["name"].is_string()) return json_text(error_response(id, kInvalidParams, "tools/call needs params.name"));
+    if (!params.contains("name") || !params["name"].is_string()) return json_text(error_response(id, kInvalidParams, "tools/call needs params.name, a string"));
     const std::string name = params["name"];
+    const detail::McpTool* tool = detail::find_mcp_tool(name);
+    if (!tool) {
+      std::string names;
+      for (const auto& t : detail::mcp_tools()) names += (names.empty() ? "" : ", ") + std::string(t.name);
+      return json_text(error_response(id, kInvalidParams, "unknown tool \"" + name + "\" (tools: " + names + ")"));
+    }
     const nlohmann::json args = params.contains("arguments") && !params["arguments"].is_null() ? params["arguments"] : nlohmann::json::object();
     if (!args.is_object()) return json_text(error_response(id, kInvalidParams, "params.arguments must be an object"));
+    // A progress token (string or integer) asks for notifications/progress while the call runs.
+    nlohmann::json token;
+    if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object() && meta->contains("progressToken")) {
+      token = (*meta)["progressToken"];
+      if (!token.is_string() && !token.is_number_integer())
+        return json_text(error_response(id, kInvalidParams, "params._meta.progressToken must be a string or an integer"));
+    }
+    detail::ToolContext context;
+    context.engine = [this]() -> QueryEngine& { return engine(); };
+    context.progress = [&](double progress, double total, const std::string& what) {
+      if (token.is_null() || !notify) return;
+      auto number = [](double v) { return v == std::floor(v) ? json(static_cast<long long>(v)) : json(v); };
+      json p = {{"progressToken", token}, {"progress", number(progress)}, {"total", number(total)}};
+      if (protocol_version_ >= kProgressMessageSince) p["message"] = what;
+      notify(json_text({{"jsonrpc", "2.0"}, {"method", "notifications/progress"}, {"params", std::move(p)}}));
+    };
     try {
-      check_argument_names(args, name);
-      if (name == "query") {
-        QueryOptions options;
-        options.brief = arg_bool(args, "brief", false);
-        options.max_bytes = static_cast<std::size_t>(arg_integer(args, "max_bytes", 0, 0, 10'000'000));
-        options.max_records = static_cast<std::size_t>(arg_integer(args, "max_records", 20, 1, 1000));
-        const std::string text = require_string(args, "text");
-        const QueryResult r = engine().query(text, options);
-        return json_text(response(id, tool_result(r.json, false)));
-      }
-      if (name == "hardware") {
-        const std::string product = require_string(args, "product");
-        const HardwareAnswer a = engine().hardware(product, arg_string(args, "field"), arg_string(args, "vs"));
-        return json_text(response(id, tool_result(a.json, a.exit_code != 0)));
-      }
-      if (name == "get") {
-        const std::vector<std::string> ids = arg_strings(args, "ids");
-        if (ids.empty()) throw Error(ErrorCode::kUsage, "argument \"ids\" must be a non-empty array of strings");
-        Answer answer;
-        for (const auto& record_id : ids) {
-          auto record = engine().store().get(record_id);
-          if (!record) {
-            answer.notes.push_back("unknown id: " + record_id);
-            continue;
-          }
-          AnswerRecord a;
-          a.record = std::move(*record);
-          a.why = {"requested by id"};
-          answer.records.push_back(std::move(a));
-        }
-        return json_text(response(id, tool_result(render_answer_json(answer), answer.records.empty())));
-      }
-      if (name == "plan") {
-        PlanRequest p;
-        p.task_path = require_string(args, "task");
-        p.product = require_string(args, "gpu");
-        p.workspace = arg_string(args, "workspace");
-        p.force = arg_bool(args, "force", false);
-        const PlanResult r = make_plan(p, engine());
-        return json_text(response(id, tool_result(json_text({{"workspace", r.workspace}, {"pattern", r.pattern}, {"notes", r.notes}}), false)));
-      }
-      return json_text(error_response(id, kInvalidParams, "unknown tool: " + name));
+      detail::check_tool_arguments(*tool, args);
+      const detail::ToolReply reply = tool->call(args, context);
+      return json_text(response(id, tool_result(reply.text, reply.is_error)));
     } catch (const Error& e) {
       // Bad arguments are protocol errors; a valid call that fails is a tool result with isError.
       if (e.code() == ErrorCode::kUsage) return json_text(error_response(id, kInvalidParams, e.what()));
@@ -199,6 +149,11 @@ std::optional<std::string> McpServer::handle(const std::string& message) {
 }
 
 void McpServer::serve(std::istream& in, std::ostream& out) {
+  // Notifications (progress) go out as they happen, each a line of its own.
+  const Notify notify = [&out](const std::string& line) {
+    out << line << "\n";
+    out.flush();
+  };
   std::string line;
   std::size_t oversized = 0;  // bytes of a line over the limit: counted as they arrive, never kept
   auto add = [&](const char* data, std::size_t n) {
@@ -212,7 +167,7 @@ void McpServer::serve(std::istream& in, std::ostream& out) {
   auto finish_line = [&] {
     std::optional<std::string> reply;
     if (oversized > 0) reply = json_text(too_large(oversized));
-    else if (line.find_first_not_of(" \t\r") != std::string::npos) reply = handle(line);
+    else if (line.find_first_not_of(" \t\r") != std::string::npos) reply = handle(line, notify);
     if (reply) {
       out << *reply << "\n";
       out.flush();

@@ -10,12 +10,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
 // The outputs that differ in one shape's result, as "out: max abs err 0.5 (beyond tolerance)".
 std::string differing(const json& result) {
   std::string out;

@@ -47,7 +47,7 @@ TargetInfo resolve_target(QueryEngine& engine, const std::string& product, const
 
   auto fact = [&](const std::string& field, const char* unit) {
     CitedValue v;
-    for (const auto& f : hw.facts) {
+    for (const auto& f : hw.answer.facts) {
       if (f.product != t.product || f.field != field || !f.value.is_number()) continue;
       v.value = f.value.get<double>();
       v.unit = f.unit.empty() ? unit : f.unit;

@@ -40,7 +40,10 @@ TwinLibrary build_twin_library() {
     lib.error = "no C++ compiler (set CXX, or install g++) to build the CPU twins";
     return lib;
   }
-  std::string key = run_process({.argv = {lib.compiler, "--version"}, .timeout_seconds = 60}).out;
+  ProcessSpec version;
+  version.argv = {lib.compiler, "--version"};
+  version.timeout_seconds = 60;
+  std::string key = run_process(version).out;
   for (const char* name : kTwinSources) key += std::string("\x1f") + name + "\x1f" + planner_file(name);
   const fs::path dir = fs::path(cache_root()) / "twins" / hash64_hex(key);
   lib.path = (dir / "libkwiki_twin.so").string();
@@ -57,9 +60,10 @@ TwinLibrary build_twin_library() {
   std::string tmp = (dir / ".libkwiki_twin.so.kwiki-tmp-XXXXXX").string();
   const int fd = ::mkstemp(tmp.data());
   if (fd >= 0) ::close(fd);
-  const ProcessResult build = run_process({.argv = {lib.compiler, "-std=c++20", "-O2", "-shared", "-fPIC", "-o", tmp, (dir / "kwiki_twin.cpp").string(),
-                                                    (dir / "cpu_reference.cpp").string()},
-                                           .timeout_seconds = 300});
+  ProcessSpec compile;
+  compile.argv = {lib.compiler, "-std=c++20", "-O2", "-shared", "-fPIC", "-o", tmp, (dir / "kwiki_twin.cpp").string(), (dir / "cpu_reference.cpp").string()};
+  compile.timeout_seconds = 300;
+  const ProcessResult build = run_process(compile);
   if (!build.ok() || ::rename(tmp.c_str(), lib.path.c_str()) != 0) {
     ::unlink(tmp.c_str());
     lib.error = lib.compiler + " could not build the CPU twins: " + (build.started ? build.out.substr(0, 600) : build.error);

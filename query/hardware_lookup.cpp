@@ -183,40 +183,16 @@ std::vector<FactAnswer> lookup_fields(const Store& store, const Record& sheet, c
                           counterpart->second + ")";
   for (auto& a : aliased) {
     // A recorded value carries the alias as provenance.alias; an unrecorded one says it in its reason.
-    a.derivation = a.value.is_null() ? a.derivation + " [" + why + "]" : std::string(kFieldAliasMarker) + why;
+    if (a.value.is_null()) a.derivation += " [" + why + "]";
+    else a.alias = why;
   }
   return aliased;
-  return out;
 }
 
 std::string not_recorded_note(const Lexicon& lexicon, const std::string& product, const std::vector<std::string>& recorded) {
   std::string list;
   for (const auto& p : recorded) list += (list.empty() ? "" : ", ") + p;
   return "product " + product + " is known but not recorded: " + lexicon.not_recorded_procedure() + " Recorded products: " + list + ".";
-}
-
-nlohmann::ordered_json facts_to_json(const std::vector<FactAnswer>& facts) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const auto& f : facts) {
-    nlohmann::ordered_json j;
-    j["product"] = f.product;
-    j["field"] = f.field;
-    j["value"] = f.value;
-    j["unit"] = f.unit.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(f.unit);
-    nlohmann::ordered_json provenance;
-    provenance["record"] = f.record;
-    const bool alias = f.derivation.rfind(kFieldAliasMarker, 0) == 0;
-    provenance["citation"] = f.record + ":" + (f.derivation.empty() || f.value.is_null() || alias ? f.field : f.derivation);
-    provenance["evidence_class"] = f.evidence;
-    provenance["sources"] = f.sources;
-    if (alias)
-      provenance["alias"] = f.derivation.substr(kFieldAliasMarker.size());
-    else if (!f.derivation.empty())
-      provenance[f.value.is_null() ? "unavailable" : "derivation"] = f.derivation;
-    j["provenance"] = provenance;
-    out.push_back(std::move(j));
-  }
-  return out;
 }
 
 }  // namespace kwiki::detail

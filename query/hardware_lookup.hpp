@@ -36,22 +36,15 @@ std::vector<std::string> recorded_products(StatementCache& db);
 /// Keys of the measured-ceiling records of a product, sorted.
 std::vector<std::string> measured_ceiling_keys(StatementCache& db, const std::string& product);
 
-/// Marks a FactAnswer::derivation that explains a cross-vendor field alias (rendered as
-/// provenance.alias, never as a derivation or in the citation).
-inline constexpr std::string_view kFieldAliasMarker = "cross-vendor alias: ";
-
 /// Answers one field (exact path, or every fact under a prefix) of a spec sheet. "roofline"
 /// computes ridge points from the peaks and bandwidth. Empty when the sheet records nothing
 /// there; a field listed under `unavailable` answers null with that text as derivation. A field
 /// in the other vendor's word (sm_count on an AMD sheet, cu_count on an NVIDIA one, tbp_w /
-/// max_tdp_w, ...) that this sheet does not answer is answered with the sheet's own field; its
-/// derivation then starts with kFieldAliasMarker and says which field answered and why.
+/// max_tdp_w, ...) that this sheet does not answer is answered with the sheet's own field, and
+/// FactAnswer::alias says which field answered and why.
 std::vector<FactAnswer> lookup_fields(const Store& store, const Record& sheet, const std::string& field);
 
 /// The notes text for a product kwiki knows but does not record.
 std::string not_recorded_note(const Lexicon& lexicon, const std::string& product, const std::vector<std::string>& recorded);
-
-/// Renders fact answers as JSON.
-nlohmann::ordered_json facts_to_json(const std::vector<FactAnswer>& facts);
 
 }  // namespace kwiki::detail

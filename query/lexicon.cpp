@@ -126,14 +126,19 @@ std::span<const LexPhrase> Lexicon::lookup(std::string_view phrase) const {
 }
 
 std::string Lexicon::nearest_word(const std::string& word) const {
-  if (word.size() < 5) return {};
-  const std::size_t allowed = word.size() >= 7 ? 2 : 1;
+  if (word.size() < kMinCorrectedWord) return {};
+  const std::size_t allowed = word.size() >= 8 ? 2 : 1;
+  // Letters added or removed at an end make another word (bilinear, linear), not a typo.
+  auto extends = [](std::string_view longer, std::string_view shorter) {
+    return longer.size() >= shorter.size() + 2 && (longer.starts_with(shorter) || longer.ends_with(shorter));
+  };
   std::string best;
   std::size_t best_distance = allowed + 1;
   for (const LexPhrase& entry : phrases_) {
     const std::string_view phrase = entry.phrase;
     if (phrase.find(' ') != std::string::npos || phrase.size() + allowed < word.size() || phrase.size() > word.size() + allowed) continue;
-    if (entry.kind == LexKind::kIntent) continue;
+    if (entry.kind == LexKind::kIntent || phrase.empty() || phrase.front() != word.front()) continue;  // typos spare the first letter
+    if (extends(word, phrase) || extends(phrase, word)) continue;
     const std::size_t d = edit_distance(word, phrase);
     if (d < best_distance || (d == best_distance && phrase < best)) {
       best_distance = d;

@@ -69,8 +69,13 @@ class Lexicon {
 
   /// Every meaning of a phrase (empty when unknown).
   std::span<const LexPhrase> lookup(std::string_view phrase) const;
-  /// The single-word phrase nearest to `word` (one edit, two for words of 7+ letters), or "".
+  /// The single-word phrase `word` is a typo of, or "": words of kMinCorrectedWord letters or
+  /// more, one typing edit away (two for words of 8+; a swap of adjacent letters is one), the
+  /// same first letter, and never a word that only adds or drops letters at an end (bilinear
+  /// is not linear).
   std::string nearest_word(const std::string& word) const;
+  /// The shortest word nearest_word() corrects.
+  static constexpr std::size_t kMinCorrectedWord = 5;
   std::size_t longest_phrase() const { return longest_phrase_; }
   const KnownProduct* product(const std::string& slug) const;
   const std::vector<KnownProduct>& products() const { return products_; }

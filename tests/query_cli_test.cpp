@@ -135,5 +135,42 @@ TEST_F(QueryCli, TextOutputForTerminals) {
   EXPECT_NE(r.out.find("note: scope"), std::string::npos);
 }
 
+TEST_F(QueryCli, TextShowsTheHardwareFactsWithValuesAndCitations) {
+  const RunResult r = run_kwiki({"query", "what is the bf16 dense peak and memory bandwidth of H20", "--index", index(), "--text"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("h20 peak_compute.bf16.dense = 148 TFLOPS  [nvidia.hopper.spec-sheet.h20:peak_compute.bf16.dense, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("h20 memory.bandwidth_tb_s = 4.0 TB/s  [nvidia.hopper.spec-sheet.h20:memory.bandwidth_tb_s"), std::string::npos) << r.out;
+}
+
+TEST_F(QueryCli, GetServesARepeatedIdOnceAndNamesTheUnknown) {
+  const std::string id = "amd.cdna3.spec-sheet.mi300x";
+  const RunResult r = run_kwiki({"get", id, id, "no.such.id", "--index", index(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["records"].size(), 1u);
+  EXPECT_NE(j["notes"].dump().find("repeated id served once: " + id), std::string::npos) << j["notes"];
+  EXPECT_NE(j["notes"].dump().find("unknown id: no.such.id"), std::string::npos) << j["notes"];
+  EXPECT_EQ(run_kwiki({"get", "no.such.id", "--index", index(), "--json"}).exit_code, 1);
+}
+
+TEST_F(QueryCli, BriefSourcesOnRequest) {
+  const RunResult plain = query({"H200 memory bandwidth for my rmsnorm kernel", "--brief"});
+  const RunResult sourced = query({"H200 memory bandwidth for my rmsnorm kernel", "--brief", "--sources"});
+  ASSERT_EQ(plain.exit_code, 0);
+  ASSERT_EQ(sourced.exit_code, 0);
+  EXPECT_FALSE(json::parse(plain.out)["hardware"][0]["provenance"].contains("sources"));
+  EXPECT_FALSE(json::parse(sourced.out)["hardware"][0]["provenance"]["sources"].empty());
+}
+
+TEST_F(QueryCli, HardwareFieldKeepsOnlyTheCeilingsThatMeasureIt) {
+  const RunResult r = run_kwiki({"hw", "--product", "H200", "--field", "memory.bandwidth_tb_s", "--brief", "--index", index(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json j = json::parse(r.out);
+  EXPECT_TRUE(j["records"].contains("nvidia.hopper.measured-ceiling.h200-sxm-device-copy-bandwidth"));
+  EXPECT_FALSE(j["records"].contains("nvidia.hopper.measured-ceiling.h200-sxm-gemm-rate-bf16"));
+  ASSERT_EQ(j["hardware"].size(), 1u);
+  EXPECT_FALSE(j["hardware"][0]["provenance"]["sources"].empty()) << "kwiki hw keeps the sources";
+}
+
 }  // namespace
 }  // namespace kwiki::test

@@ -98,8 +98,11 @@ TEST_P(Task, PlanClaimsOnlyAProvenFamily) {
       found = true;
       EXPECT_FALSE(f["proven"].get<bool>());
       const std::string why = f["why"];
-      if (differs == "interface") EXPECT_NE(why.find("does not fit"), std::string::npos) << near << ": " << why;
-      else if (!differs.empty()) EXPECT_NE(why.find(differs), std::string::npos) << near << " should name output " << differs << ": " << why;
+      if (differs == "interface") {
+        EXPECT_NE(why.find("does not fit"), std::string::npos) << near << ": " << why;
+      } else if (!differs.empty()) {
+        EXPECT_NE(why.find(differs), std::string::npos) << near << " should name output " << differs << ": " << why;
+      }
     }
     EXPECT_TRUE(found) << near << " was not tried";
   }

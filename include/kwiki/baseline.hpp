@@ -1,6 +1,7 @@
 // Public API of kwiki baseline: write, build, check and measure the V0 kernel of a workspace.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct BaselineRequest {
   int timeout_sec = 30;               ///< per case (TEST_TIMEOUT_SEC)
   bool timing = true;                 ///< false: correctness only (--no-timing), e.g. many baselines sharing one GPU
   bool commit = true;                 ///< commit "V0: baseline kernel" in the workspace
+  /// Called as each stage starts: `step` of `steps` (1-based) and what it does. Optional; called
+  /// on the caller's thread.
+  std::function<void(int step, int steps, const std::string& stage)> progress;
 };
 
 /// What it did.
@@ -44,6 +48,12 @@ struct BaselineResult {
 /// kwiki::Error for a workspace without a plan (kBadInput), and for a task with no proven family
 /// and no --kernel (kBadInput, after writing kernel_abi.h for a kernel of the user's).
 BaselineResult run_baseline(const BaselineRequest& request);
+
+/// The outcome as JSON: workspace, kernel, compiled, measured, status, not_measured_because,
+/// the report's path, notes, and the harness's RESULT_JSON: whole with the static evidence, or
+/// with `brief` its summary (all_pass, per-shape statuses, failures, latency and speedup
+/// geomeans, max errors, device), about 1 KB. Never throws.
+nlohmann::ordered_json baseline_result_json(const BaselineRequest& request, const BaselineResult& result, bool brief);
 
 /// The V0 source of a template for an element type and vendor, standalone (compat inlined).
 /// Empty when kwiki has no template for the pattern.

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ struct IndexReport {
 /// filling `diagnostics_out` (when not null) with every problem found; the serving generation
 /// is untouched then. Not thread-safe for one index_dir: a file lock serializes writers.
 IndexReport build_index(const IndexOptions& options, std::vector<Diagnostic>* diagnostics_out = nullptr);
+
+/// An index run as its callers (CLI --json, C API) return it: mode (index | check), index folder
+/// (empty for a check), generation, rebuilt, unchanged, files, records, warnings (the count),
+/// records by store, seconds, and the shard folders when sharded. Never throws.
+nlohmann::ordered_json index_report_json(const IndexOptions& options, const IndexReport& report);
 
 /// The bundled gpu-wiki: $KWIKI_BUNDLED_WIKI, else the installed share/kwiki/gpu-wiki, else the
 /// source tree it was built from. Empty when none exists.

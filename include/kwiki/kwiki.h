@@ -32,7 +32,9 @@ const char* kwiki_version(void);
 
 /** Builds or refreshes an index. request: {"wiki": [dirs], "internal": [dirs], "index": dir,
  *  "check": bool, "strict": bool, "force": bool, "shards": n}; "wiki" defaults to the bundled
- *  gpu-wiki. With "shards" >= 2 the answer lists the shard folders under "shards". */
+ *  gpu-wiki. The answer is kwiki index --json's: mode, index, generation, rebuilt, unchanged,
+ *  files, records, warnings, by_store, seconds; with "shards" >= 2 the shard folders under
+ *  "shards". */
 int kwiki_index(const char* request_json, char** out);
 
 /** Opens index_dir (NULL: $KWIKI_INDEX or ~/.cache/kwiki/index, built from the bundled
@@ -43,18 +45,25 @@ int kwiki_open(const char* index_dir, kwiki_engine** engine, char** error);
  *  shard folders or a Xapian stub file, every shard of index_dir's generation once. */
 int kwiki_open_shards(const char* index_dir, const char* shards, kwiki_engine** engine, char** error);
 
-/** Answers {"text": "...", "brief": bool, "max_bytes": n, "max_records": n, "explain": bool,
- *  "intent": {upstream 8-slot intent}} in the answer contract's shape. */
+/** Answers {"text": "...", "brief": bool, "max_bytes": n, "max_records": n, "sources": bool,
+ *  "explain": bool, "intent": {upstream 8-slot intent}} in the answer contract's shape (as
+ *  kwiki query: "brief" the brief form, 8 records by default; "max_bytes" spent on facts, then
+ *  brief records, then longer fields; "max_records" 0 = the default). Status 1 when nothing is
+ *  found or the corpus does not cover the request (the notes say so). */
 int kwiki_query(kwiki_engine* engine, const char* request_json, char** out);
 
-/** Exact hardware facts: {"product": "H200", "field": "memory.bandwidth_tb_s", "vs": "H20"}. */
+/** Exact hardware facts: {"product": "H200", "field": "memory.bandwidth_tb_s", "vs": "H20",
+ *  "brief": bool (spec sheets in the brief form), "sources": bool (default true)}. */
 int kwiki_hardware(kwiki_engine* engine, const char* request_json, char** out);
 
-/** Records by id: {"ids": ["..."]}. Payloads are the stored bytes. */
+/** Records by id: {"ids": ["..."]}, in the order asked, a repeated id served once (the notes
+ *  name it and unknown ids). Payloads are the stored bytes. Status 1 when none is known. */
 int kwiki_get(kwiki_engine* engine, const char* request_json, char** out);
 
 /** Plans a task: {"task": path, "gpu": product, "workspace": dir, "pattern": name,
- *  "shapes": [ids], "force": bool, "dry_run": bool}. */
+ *  "shapes": [ids], "force": bool, "dry_run": bool, "with_plan": bool}. The answer is the plan's
+ *  account (kwiki plan --json): family, confidence, proof, SOL per shape, cited ids, notes; with
+ *  "with_plan" also the whole plans/v0_plan.json under "v0_plan". */
 int kwiki_plan(kwiki_engine* engine, const char* request_json, char** out);
 
 /** Utilization: {"gpu", "dtype", "flops", "bytes", "time_ms", "grid_blocks", "unit"}. */

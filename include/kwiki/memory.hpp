@@ -52,4 +52,19 @@ class MemoryStore {
   std::string dir_;
 };
 
+/// One `kwiki memory` action (the CLI and the MCP memory tool).
+struct MemoryRequest {
+  std::string action;     ///< init | create | read | update | mask | unmask | summary | latest | list
+  std::string workspace;
+  std::string version;    ///< vN: create, read, update, mask, unmask
+  std::vector<std::pair<std::string, nlohmann::ordered_json>> sets;  ///< field.path = value: create, update (at least one)
+  bool include_masked = false;  ///< read: a masked version too
+};
+
+/// Runs the action: the record (create, read, update, latest), {"version","masked"} (mask,
+/// unmask), {"initialized": dir} (init), the versions (list) or the summary rows (summary);
+/// nullopt for `latest` when no version is unmasked. Throws kwiki::Error kUsage for an unknown
+/// action or a missing --version / --set, and what the MemoryStore member it calls throws.
+std::optional<nlohmann::ordered_json> run_memory_action(const MemoryRequest& request);
+
 }  // namespace kwiki

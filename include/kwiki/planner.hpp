@@ -131,4 +131,11 @@ struct PlanResult {
 /// workspace atomically (a git repository; nothing is left half-written on failure).
 PlanResult make_plan(const PlanRequest& request, QueryEngine& engine);
 
+/// A plan as its callers (CLI --json, C API, MCP) return it, about 3 KB: workspace, task, the
+/// family claimed (null unless proven) and pattern with its confidence, the proof's result and
+/// near misses, the target, per shape its bound, SOL and attainable time in microseconds, every
+/// id the plan cites (record:field for facts, record ids for the design), the notes; with
+/// `with_plan` the whole plans/v0_plan.json under "v0_plan". Never throws.
+nlohmann::ordered_json plan_result_json(const PlanResult& result, bool with_plan = false);
+
 }  // namespace kwiki

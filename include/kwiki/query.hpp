@@ -16,40 +16,44 @@ namespace kwiki {
 
 /// Options of a query (the CLI flags of `kwiki query`).
 struct QueryOptions {
-  bool brief = false;             ///< elide long payload fields (listed in payload.omitted_by_brief)
-  std::size_t max_bytes = 0;      ///< hard limit on the serialized answer; 0 = none
-  std::size_t max_records = 20;   ///< at most this many records
-  bool explain = false;           ///< add the intent and score parts under "explain"
-  bool log = true;                ///< record the query in the index's query log
+  /// The brief form: per record its id, type, match label, title, what to do, why and citation;
+  /// facts without their sources (see `sources`). The whole records are a `kwiki get` away.
+  bool brief = false;
+  /// A hard limit on the serialized answer, spent on content in rank order: facts, then records
+  /// in the brief form, then (unless `brief`) longer fields of the top records. The envelope and
+  /// the list of dropped ids take at most a tenth of it. 0 = none.
+  std::size_t max_bytes = 0;
+  /// At most this many records; 0 = the default (kDefaultRecords, or kDefaultBriefRecords in the
+  /// brief form).
+  std::size_t max_records = 0;
+  bool sources = false;  ///< brief form: facts carry their sources too
+  bool explain = false;  ///< add the intent and score parts under "explain"
+  bool log = true;       ///< record the query in the index's query log
 };
 
-/// The outcome of a query: the answer, its JSON and the CLI exit status (0, 1 or 3).
+/// Records in an answer when QueryOptions::max_records is 0.
+inline constexpr std::size_t kDefaultRecords = 20;
+inline constexpr std::size_t kDefaultBriefRecords = 8;
+
+/// Options of a hardware lookup (`kwiki hw`).
+struct HardwareOptions {
+  std::string field;  ///< a dot path (peak_compute.bf16.dense), a group (memory), "roofline"; "" = the main numbers
+  std::string vs;     ///< a second product: both values and the ratio for every shared numeric field
+  bool brief = false; ///< spec sheets in the brief form; facts then carry sources only when `sources`
+  bool sources = true;
+};
+
+/// The outcome of a query, lookup or get: the answer, its JSON and the CLI exit status (0 answer,
+/// 1 nothing found or the request not covered, 3 not recorded).
 struct QueryResult {
   Answer answer;
   std::string json;
   int exit_code = 0;
 };
 
-/// One hardware fact as answered: exact value with its provenance.
-struct FactAnswer {
-  std::string product;
-  std::string record;    ///< spec sheet id
-  std::string field;     ///< dot path
-  nlohmann::ordered_json value;
-  std::string unit;
-  std::string evidence;  ///< evidence class
-  nlohmann::ordered_json sources;  ///< the record's sources
-  std::string derivation;          ///< for computed fields (ridge point)
-};
-
-/// Resolves products and answers hardware facts exactly. Part of QueryEngine.
-struct HardwareAnswer {
-  Answer answer;                 ///< spec sheets (and measured ceilings) as records
-  std::vector<FactAnswer> facts; ///< requested fields (all numeric fields when none named)
-  nlohmann::ordered_json comparison;  ///< --vs: field, a, b, ratio
-  int exit_code = 0;             ///< 0 found, 3 not recorded
-  std::string json;
-};
+/// A hardware lookup's outcome: facts in answer.facts, spec sheets (and measured ceilings) as
+/// records, --vs rows in answer.comparison; exit 0 found, 3 not recorded.
+using HardwareAnswer = QueryResult;
 
 /// Where QueryEngine::open finds the full-text index.
 struct OpenOptions {
@@ -77,8 +81,13 @@ class QueryEngine {
   QueryResult query(const std::string& text, const QueryOptions& options,
                     const std::optional<nlohmann::json>& upstream_intent = std::nullopt);
 
-  /// Exact hardware lookup: product spelling, optional field path, optional second product.
-  HardwareAnswer hardware(const std::string& product, const std::string& field = {}, const std::string& vs = {});
+  /// Exact hardware lookup: a product spelling and the options. Never guesses a sibling product.
+  HardwareAnswer hardware(const std::string& product, const HardwareOptions& options = {});
+
+  /// Records by id ("id" or "internal_gpu_wiki::id"), in the order asked, each once (a repeated
+  /// id is served once and the notes say so); unknown ids are named in the notes. Full form:
+  /// payloads byte-identical to the stored files. Exit 0, or 1 when none is known.
+  QueryResult get(const std::vector<std::string>& ids) const;
 
   /// Records an outcome for a served record of a logged query. Throws kwiki::Error kBadInput for
   /// an unknown query id, record or outcome.

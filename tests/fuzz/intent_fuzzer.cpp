@@ -1,5 +1,5 @@
-// libFuzzer target: request extraction, upstream-intent parsing, JSON helpers and byte budgets
-// must never crash, hang or break their contracts on any input bytes.
+// libFuzzer target: request extraction, upstream-intent parsing, JSON helpers, brief lines and
+// byte budgets must never crash, hang or break their contracts on any input bytes.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -47,18 +47,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       record.record.key = record.record.id = "fuzz.record";
       record.record.store = "gpu_wiki";
       record.record.source = "kernel_wiki";
-      record.record.type = "doc";
+      // Every brief row reads the fuzzed payload: documents, cards, sheets and ceilings.
+      constexpr const char* kTypes[] = {"doc", "technique-card", "symptom-card", "spec-sheet", "measured-ceiling", "instruction"};
+      record.record.type = kTypes[size % 6];
       record.record.applies_to_json = R"({"vendor":"generic","arch":"generic"})";
       record.record.payload = kwiki::json_text(doc);
       answer.records.push_back(record);
       answer.records.push_back(record);
       answer.records.back().record.key = "fuzz.second";
       answer.notes.push_back(intent_json.substr(0, 300));
+      kwiki::FactAnswer fact;
+      fact.product = "fuzz";
+      fact.record = "fuzz.sheet";
+      fact.field = "memory.bandwidth_tb_s";
+      fact.value = 1.5;
+      fact.derivation = input.substr(0, 2000);  // a long reason is cut to the brief fact's size
+      answer.facts.push_back(fact);
       const std::size_t budget = kwiki::detail::kMinAnswerBytes + size % 4000;
-      const std::string json = kwiki::detail::fit_answer(answer, budget);
+      const std::string json = kwiki::detail::fill_budget(answer, budget, (size & 1) != 0);
       check(json.size() <= budget);
       check(nlohmann::json::accept(json));
-      kwiki::detail::brief_payload(record.record.payload, "kernel_wiki", kwiki::detail::BriefLevel::kBrief);
+      check(!kwiki::render_answer_json(answer).empty());
     }
   }
   return 0;

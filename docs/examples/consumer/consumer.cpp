@@ -15,9 +15,13 @@ int main(int argc, char** argv) {
     options.max_records = 3;
     const kwiki::QueryResult r = engine.query("softmax on MI300X", options);
     std::printf("records=%zu first=%s\n", r.answer.records.size(), r.answer.records.empty() ? "-" : r.answer.records.front().record.key.c_str());
-    const kwiki::HardwareAnswer hw = engine.hardware("MI300X", "memory.bandwidth_tb_s");
-    std::printf("mi300x bandwidth=%s\n", hw.facts.empty() ? "-" : hw.facts.front().value.dump().c_str());
-    return r.answer.records.empty() || hw.facts.empty() ? 1 : 0;
+    kwiki::HardwareOptions field;
+    field.field = "memory.bandwidth_tb_s";
+    const kwiki::HardwareAnswer hw = engine.hardware("MI300X", field);
+    const auto& facts = hw.answer.facts;
+    std::printf("mi300x bandwidth=%s (%s)\n", facts.empty() ? "-" : facts.front().value.dump().c_str(),
+                facts.empty() ? "-" : (facts.front().record + ":" + facts.front().field).c_str());
+    return r.answer.records.empty() || facts.empty() ? 1 : 0;
   } catch (const kwiki::Error& e) {
     std::fprintf(stderr, "%s\n", e.one_line().c_str());
     return 4;
