@@ -661,7 +661,9 @@ class Emitter {
     return static_cast<int>(k_.sizes.size()) - 1;
   }
   int fparam(double v) {
-    k_.floats.push_back({v, ""});
+    FloatParam p;
+    p.literal = v;
+    k_.floats.push_back(std::move(p));
     return static_cast<int>(k_.floats.size()) - 1;
   }
 
