@@ -110,6 +110,12 @@ Analysis analyse(const Kernel& k) {
     const SizeExpr& base = k.size_exprs[n.access.base];
     Candidate c{id, 1, 0, 0};
     std::string key = std::to_string(n.access.buffer);
+    // A gathered row (an embedding row, a cache row by position) is a chunk when its index is the
+    // same for the whole row; an index per element is a scalar load.
+    if (n.access.index >= 0) {
+      if (k.nodes[n.args[0]].level == Level::kElem) continue;
+      key += "|i" + std::to_string(n.args[0]) + "*" + k.size_exprs[n.access.index].describe();
+    }
     if (is_const(k, n.access.inner, 1)) {
       key += "|" + base.describe();
     } else if (inner.kind == SizeExpr::Kind::kConst && (inner.value == 2 || inner.value == 4) && base.kind == SizeExpr::Kind::kConst && base.value >= 0) {
@@ -135,8 +141,9 @@ Analysis analyse(const Kernel& k) {
     a.chunk_node.push_back(g.front().id);
     a.chunk_stride.push_back(g.front().stride);
     a.chunk_base.push_back(g.front().base);
-    bool varies = false;
-    for (int o : k.nodes[g.front().id].access.outer) varies = varies || !is_const(k, o, 0);
+    const Node& first = k.nodes[g.front().id];
+    bool varies = first.access.index >= 0 && k.nodes[first.args[0]].level == Level::kRow;
+    for (int o : first.access.outer) varies = varies || !is_const(k, o, 0);
     a.row_varying.push_back(varies);
     for (const auto& c : g) {
       a.chunk_of[c.id] = ci;
@@ -217,6 +224,11 @@ class Writer {
     return "(" + s + ")";
   }
   std::string buf(int b) const { return "a.b" + std::to_string(b); }
+  /// A gather's run-time term: its index value times the indexed dimension's stride ("" for none).
+  std::string index_term(const Node& n) {
+    if (n.access.index < 0) return "";
+    return " + " + size(n.access.index) + " * static_cast<long long>(" + value(n.args[0]) + ")";
+  }
 
   void push() { scopes_.emplace_back(); }
   void pop() { scopes_.pop_back(); }
@@ -288,7 +300,7 @@ class Writer {
     switch (n.op) {
       case OpKind::kLoad:
         if (chunk_value && an_.chunk_of.count(id)) expr = chunk_value(id);
-        else expr = "kw_to_c(" + buf(n.access.buffer) + "[" + offset(n.access) + "])";
+        else expr = "kw_to_c(" + buf(n.access.buffer) + "[" + offset(n.access) + index_term(n) + "])";
         break;
       case OpKind::kConst: expr = "static_cast<" + ct + ">(" + fparam(n.fparam) + ")"; break;
       case OpKind::kSize: expr = "static_cast<" + ct + ">(" + size(n.slot) + ")"; break;
@@ -516,10 +528,11 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     return "kw_chunk<" + storage_type(k.buffers[k.nodes[an.chunk_node[ci]].access.buffer].dtype, backend) + ", W" +
            (st > 1 ? " * " + std::to_string(st) + ", W == 1" : std::string()) + ">";
   };
-  const auto chunk_ptr = [&](const Writer& w, std::size_t ci, const std::string& chunk_var) {
-    const Access& acc = k.nodes[an.chunk_node[ci]].access;
+  const auto chunk_ptr = [&](Writer& w, std::size_t ci, const std::string& chunk_var) {
+    const Node& n = k.nodes[an.chunk_node[ci]];
+    const Access& acc = n.access;
     const int st = an.chunk_stride[ci];
-    const std::string off = st > 1 ? w.row_offset(acc, std::to_string(an.chunk_base[ci]) + "LL") : w.row_offset(acc);
+    const std::string off = (st > 1 ? w.row_offset(acc, std::to_string(an.chunk_base[ci]) + "LL") : w.row_offset(acc)) + w.index_term(n);
     return w.buf(acc.buffer) + " + (" + off + ") + static_cast<long long>(" + chunk_var + ") * W" + (st > 1 ? " * " + std::to_string(st) : std::string());
   };
   const auto pick = [&](int id) {
@@ -792,6 +805,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     std::string c = " && kwgen::chunk_aligned(a.b" + std::to_string(acc.buffer) + ", " + std::to_string(align) + ")";
     c += " && (" + base + ") % " + m + " == 0";
     for (int o : acc.outer) c += " && (" + probe.size(o) + ") % " + m + " == 0";
+    if (acc.index >= 0) c += " && (" + probe.size(acc.index) + ") % " + m + " == 0";
     return c;
   };
   for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
