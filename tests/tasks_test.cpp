@@ -108,7 +108,8 @@ TEST_P(Task, PlanClaimsOnlyAProvenFamily) {
   }
   if (expected["family"].is_string()) {
     ASSERT_EQ(claimed, expected["family"].get<std::string>()) << "proof: " << proof.dump(1).substr(0, 3000);
-    const RunResult base = run_kwiki({"baseline", "--workspace", ws, "--device", "cpu", "--no-commit", "--json"});
+    // 120 s a case: the CPU runs the reference and the twin at the given sizes, on a loaded machine.
+    const RunResult base = run_kwiki({"baseline", "--workspace", ws, "--device", "cpu", "--timeout", "120", "--no-commit", "--json"});
     ASSERT_EQ(base.exit_code, 0) << base.out.substr(0, 2000) << base.err << test::read_text(ws + "/profiles/v0/test_kernel.log").substr(0, 3000);
     EXPECT_EQ(json::parse(base.out)["status"], "PASS");
     const std::string cmd = test::shell_quote(KWIKI_TEST_PYTHON) + " " + test::shell_quote(std::string(KWIKI_SOURCE_DIR) + "/tests/evaluator_import.py") + " " +
@@ -175,7 +176,7 @@ TEST_P(Generated, CpuTwinPassesAndCudaAndHipCompile) {
     GTEST_SKIP() << "the reference needs torch >= " << expected_["requires_torch"].get<std::string>() << " (scripts/dev.sh torch2; KWIKI_PYTHON)";
   plan("H200");
   // 1. The CPU kernel (the IR's twin) through the harness against torch, and an evaluator's import.
-  const RunResult cpu = run_kwiki({"baseline", "--workspace", ws_, "--device", "cpu", "--no-commit", "--json"});
+  const RunResult cpu = run_kwiki({"baseline", "--workspace", ws_, "--device", "cpu", "--timeout", "120", "--no-commit", "--json"});
   ASSERT_EQ(cpu.exit_code, 0) << cpu.out.substr(0, 2000) << test::read_text(ws_ + "/profiles/v0/test_kernel.log").substr(0, 3000);
   EXPECT_EQ(json::parse(cpu.out)["status"], "PASS");
   const std::string cmd = test::shell_quote(KWIKI_TEST_PYTHON) + " " + test::shell_quote(std::string(KWIKI_SOURCE_DIR) + "/tests/evaluator_import.py") + " " +
