@@ -655,16 +655,16 @@ class MlaDecode:
         tables, lens = int_tensors(s, 2), int_tensors(s, 1)
         if len(floats) != 2 or len(tables) != 1 or len(lens) != 1 or len(t) != 4:
             raise NoFit("does not take a query [B, H, Dqk], one latent cache [NB, P, Dqk] (or [NB, P, 1, Dqk]), block tables and sequence lengths")
+        if len(s.outputs) != 1 or not torch.is_tensor(s.outputs[0][1]):
+            raise NoFit("returns %d outputs; the family returns one" % len(s.outputs))
+        out_name, out = s.outputs[0]
         found = []
         for (qn, qv), (cn, c) in (floats, floats[::-1]):
             if qv.dim() != 3 or c.shape[-1] != qv.shape[-1] or (c.dim() == 4 and c.shape[2] != 1) or c.dtype != qv.dtype:
                 continue
-            if len(s.outputs) != 1 or not torch.is_tensor(s.outputs[0][1]):
-                raise NoFit("returns %d outputs; the family returns one" % len(s.outputs))
-            out_name, out = s.outputs[0]
             bsz, h, dqk = qv.shape
             if out.dim() != 3 or tuple(out.shape[:2]) != (bsz, h) or not 0 < out.shape[2] <= dqk or out.dtype != qv.dtype:
-                raise NoFit("returns %s of shape %s; the family returns [B, H, Dv <= %d] in the query's dtype" % (out_name, tuple(out.shape), dqk))
+                continue  # the other tensor may be the query
             for sc in attention_scales(s, dqk):
                 found.append({"roles": {"query": ("input", qn), "kv_cache": ("input", cn), "block_tables": ("input", tables[0][0]),
                                         "seq_lens": ("input", lens[0][0])},
@@ -672,7 +672,7 @@ class MlaDecode:
                               "params": {"scale": sc, "scale_is_rsqrt_d": abs(sc - 1.0 / math.sqrt(dqk)) < 1e-12, "rope_dim": dqk - out.shape[2]},
                               "outputs": {"out": out_name}, "symbolic": ["scale"] if abs(sc - 1.0 / math.sqrt(dqk)) < 1e-12 else []})
         if not found:
-            raise NoFit("has no query [B, H, Dqk] and cache [NB, P, Dqk] of one dtype")
+            raise NoFit("has no query [B, H, Dqk] and cache [NB, P, Dqk] of one dtype with an output [B, H, Dv <= Dqk] in that dtype")
         return found
 
     def prepare(self, b, get):
