@@ -205,7 +205,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
   } else if (pattern == "kv_cache_write") {
     d.template_name = amd ? "kv_cache_write_hip" : "kv_cache_write_cuda";
     const std::string slot_rec = wiki.ask("slot mapping", "reshape_and_cache write new k and v into the paged kv cache with slot_mapping");
-    const std::string skip_rec = wiki.ask("padding", "kv cache padding slot negative skip slot_mapping -1");
+    const std::string skip_rec = wiki.ask("padding", "kv cache padding slot negative skip");
     add("mapping", "one block per new token (a resident grid of at most 64k blocks strides over T); the token's Hkv x D row split in 16-byte "
                    "chunks over the block's 128 threads",
         slot_rec);
@@ -219,7 +219,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
   } else if (pattern == "topk_filter") {
     d.template_name = amd ? "topk_filter_radix_hip" : "topk_filter_radix_cuda";
     const std::string radix_rec = wiki.ask("selection", "radix select top-k k-th largest element of each row without sorting");
-    const std::string sort_rec = wiki.ask("anti-pattern", "full sort of the vocabulary for top-k sampling is slow");
+    const std::string sort_rec = wiki.ask("anti-pattern", "sorting the whole vocabulary row for top-k is an anti-pattern");
     add("mapping", "one block of 512 threads per row (a resident grid strides over B rows)", radix_rec);
     add("selection", "radix select on order-preserving 32-bit keys of the fp32 values (NaN the largest, as torch.topk): four passes of an "
                      "8-bit digit histogram in " + t.onchip_name + " narrow the prefix to the k-th largest key; no sort",
@@ -231,7 +231,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
         vec_rec);
   } else if (pattern == "paged_decode_attention_vllm") {
     d.template_name = amd ? "paged_decode_vllm_hip" : "paged_decode_vllm_cuda";
-    const std::string split_rec = wiki.ask("split-KV", "decode attention split-kv flash decoding number of splits on " + gpu);
+    const std::string split_rec = wiki.ask("split-KV", "flash decoding split-kv: split the context across blocks when batch x heads is small");
     const std::string gqa_rec = wiki.ask("GQA", "GQA decode attention load each KV head once for its query heads");
     const std::string page_rec = wiki.ask("paging", "paged attention block table page gather vectorized loads");
     add("mapping", "one block (4 " + std::string(amd ? "wavefronts" : "warps") + ") per (sequence, KV head, split); the block serves all query "
@@ -245,23 +245,24 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
                          "tokens as 16-byte chunks; the query group in " + t.onchip_name,
         page_rec);
     add("softmax", "scores of the split in " + t.onchip_name + ", block max and sum in fp32, fp32 partial outputs and LSE",
-        wiki.ask("numerics", "online softmax fp32 partials log-sum-exp merge decode"));
+        wiki.ask("numerics", "merge split-kv partial outputs with their log-sum-exp combine"));
   } else if (pattern == "mla_decode") {
     d.template_name = amd ? "mla_decode_hip" : "mla_decode_cuda";
-    const std::string mla_rec = wiki.ask("MLA", "MLA decode FlashMLA head dim 576 for q.k and 512 for v over the compressed latent cache");
-    const std::string split_rec = wiki.ask("split-KV", "decode attention split-kv flash decoding number of splits on " + gpu);
+    const std::string mla_rec = wiki.ask("MLA", "decode attention for DeepSeek-V2/V3 models: FlashMLA-style decode head dim 576 for q.k and 512 for v "
+                                                "over the compressed latent cache");
+    const std::string split_rec = wiki.ask("split-KV", "flash decoding split-kv: split the context across blocks when batch x heads is small");
     add("mapping", "one block (4 " + std::string(amd ? "wavefronts" : "warps") + ") per (sequence, group of 16 query heads, split); the latent "
                    "row [Dqk] is read once per head group (H = 16 per GPU at DeepSeek-V3 TP8: once)",
         mla_rec);
     add("products", "scores: a " + std::string(amd ? "wavefront" : "warp") + " per token, 16-byte chunks of the row against the 16 queries held in " +
                         t.onchip_name + "; values: each " + std::string(amd ? "wavefront" : "warp") + " owns a quarter of the Dv dims for every "
                         "token of the split; CUDA cores in V0 (FlashMLA's wgmma path is the next version)",
-        mla_rec);
+        amd ? mla_rec : wiki.ask("tensor cores", "MLA decode wgmma tensor cores FlashMLA"));
     add("split-KV", "splits = max(ceil(context / 256), min(ceil(2 x " + std::to_string(units) + " / (batch x head groups)), ceil(context / 64))); "
                     "partials merged with their LSE",
         split_rec);
     add("softmax", "fp32 scores and partials; the value is the first Dv dims of the same cache row (no second cache read)",
-        wiki.ask("numerics", "online softmax fp32 partials log-sum-exp merge decode"));
+        wiki.ask("numerics", "merge split-kv partial outputs with their log-sum-exp combine"));
   } else if (pattern == "generated") {
     // The generator's kernels: the skeleton follows from the IR (plans/kernel_ir.json).
     d.template_name = std::string("generated") + (amd ? "_hip" : "_cuda");
