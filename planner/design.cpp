@@ -206,7 +206,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     d.template_name = amd ? "kv_cache_write_hip" : "kv_cache_write_cuda";
     const std::string slot_rec = wiki.ask("slot mapping", "reshape_and_cache write new k and v into the paged kv cache with slot_mapping");
     const std::string skip_rec = wiki.ask("padding", "kv cache padding slot negative skip");
-    add("mapping", "one block per new token (a resident grid of at most 64k blocks strides over T); the token's Hkv x D row split in 16-byte "
+    add("mapping", "one block per new token (a grid of at most 65536 blocks strides over T); the token's Hkv x D row split in 16-byte "
                    "chunks over the block's 128 threads",
         slot_rec);
     add("layout", "vLLM layout: each key chunk is one 16-byte store into [NB, Hkv, D/x, P, x] (x = 16 bytes of elements); each value chunk "
@@ -220,7 +220,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     d.template_name = amd ? "topk_filter_radix_hip" : "topk_filter_radix_cuda";
     const std::string radix_rec = wiki.ask("selection", "radix select top-k k-th largest element of each row without sorting");
     const std::string sort_rec = wiki.ask("anti-pattern", "sorting the whole vocabulary row for top-k is an anti-pattern");
-    add("mapping", "one block of 512 threads per row (a resident grid strides over B rows)", radix_rec);
+    add("mapping", "one block of 512 threads per row (a grid of at most 65536 blocks strides over B rows)", radix_rec);
     add("selection", "radix select on order-preserving 32-bit keys of the fp32 values (NaN the largest, as torch.topk): four passes of an "
                      "8-bit digit histogram in " + t.onchip_name + " narrow the prefix to the k-th largest key; no sort",
         radix_rec);
@@ -256,7 +256,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
         mla_rec);
     add("products", "scores: a " + std::string(amd ? "wavefront" : "warp") + " per token, 16-byte chunks of the row against the 16 queries held in " +
                         t.onchip_name + "; values: each " + std::string(amd ? "wavefront" : "warp") + " owns a quarter of the Dv dims for every "
-                        "token of the split; CUDA cores in V0 (FlashMLA's wgmma path is the next version)",
+                        "token of the split; " + std::string(amd ? "vector ALUs in V0 (an MFMA path is the next version)" : "CUDA cores in V0 (FlashMLA's wgmma path is the next version)"),
         amd ? mla_rec : wiki.ask("tensor cores", "MLA decode wgmma tensor cores FlashMLA"));
     add("split-KV", "splits = max(ceil(context / 256), min(ceil(2 x " + std::to_string(units) + " / (batch x head groups)), ceil(context / 64))); "
                     "partials merged with their LSE",
