@@ -166,6 +166,28 @@ TEST(ServingTwins, KvCacheWriteRefusesACacheOfAnotherType) {
          {KWIKI_TWIN_F32, KWIKI_TWIN_F32, KWIKI_TWIN_BF16, KWIKI_TWIN_BF16, KWIKI_TWIN_I64}, {1, 2, 8, 1, 4, 4, 0}, {}, false);
 }
 
+// The twin copies the rows' bytes into the addressed slots and nothing else (vLLM layout, bf16).
+TEST(ServingTwins, KvCacheWriteCopiesBytesIntoTheSlotsOnly) {
+  const ref::KvCacheShape s = small_cache(ref::KvCacheLayout::kVllm);
+  const std::size_t row = s.kv_heads * s.head_size, cache = s.num_blocks * s.block_size * row;
+  std::vector<std::uint16_t> key(s.tokens * row), value(s.tokens * row), kc(cache, 0xabcd), vc(cache, 0xabcd);
+  for (std::size_t i = 0; i < key.size(); ++i) key[i] = static_cast<std::uint16_t>(i + 1), value[i] = static_cast<std::uint16_t>(0x8000 + i);
+  std::vector<std::int64_t> slots = {13, -1, 2};
+  launch("kv_cache_write", {key.data(), value.data(), kc.data(), vc.data(), slots.data()},
+         {KWIKI_TWIN_BF16, KWIKI_TWIN_BF16, KWIKI_TWIN_BF16, KWIKI_TWIN_BF16, KWIKI_TWIN_I64},
+         {static_cast<long long>(s.tokens), static_cast<long long>(s.kv_heads), static_cast<long long>(s.head_size),
+          static_cast<long long>(s.num_blocks), static_cast<long long>(s.block_size), static_cast<long long>(s.x), 0},
+         {});
+  std::vector<std::uint16_t> want_k(cache, 0xabcd), want_v(cache, 0xabcd);
+  for (const auto& m : ref::kv_cache_moves(slots, s)) want_k[m.key] = key[m.row], want_v[m.value] = value[m.row];
+  EXPECT_EQ(kc, want_k);
+  EXPECT_EQ(vc, want_v);
+  EXPECT_EQ(kc[(((3 * 2 + 1) * 2 + 1) * 4 + 1) * 4 + 1], key[1 * 8 + 5]);  // token 0, head 1, dim 5 (page 3, offset 1)
+  slots = {13, 64, 2};  // past NB x P = 16
+  launch("kv_cache_write", {key.data(), value.data(), kc.data(), vc.data(), slots.data()},
+         {KWIKI_TWIN_BF16, KWIKI_TWIN_BF16, KWIKI_TWIN_BF16, KWIKI_TWIN_BF16, KWIKI_TWIN_I64}, {3, 2, 8, 4, 4, 4, 0}, {}, false);
+}
+
 // Paged attention in vLLM's layout equals the flash-layout twin on the same cache contents.
 TEST(ServingTwins, VllmLayoutAttentionEqualsTheFlashLayoutOne) {
   const long long B = 2, Hq = 4, Hkv = 2, D = 8, P = 4, MB = 3, X = 4, NB = 6;

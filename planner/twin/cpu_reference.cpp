@@ -370,18 +370,13 @@ std::size_t kv_value_offset(const KvCacheShape& s, std::size_t block, std::size_
   return ((block * s.kv_heads + h) * s.head_size + d) * s.block_size + off;
 }
 
-void kv_cache_write(const std::vector<float>& key, const std::vector<float>& value, std::vector<float>& key_cache,
-                    std::vector<float>& value_cache, const std::vector<std::int64_t>& slot_mapping, const KvCacheShape& s) {
+std::vector<KvCacheMove> kv_cache_moves(const std::vector<std::int64_t>& slot_mapping, const KvCacheShape& s) {
   if (s.block_size == 0 || s.head_size == 0 || s.kv_heads == 0) throw std::invalid_argument("kv_cache_write: empty page, head or head count");
   if (s.layout == KvCacheLayout::kVllm && (s.x == 0 || s.head_size % s.x != 0))
     throw std::invalid_argument("kv_cache_write: x must divide head_size");
-  const std::size_t row = s.kv_heads * s.head_size;
-  expect_size("kv_cache_write key", key.size(), s.tokens * row);
-  expect_size("kv_cache_write value", value.size(), s.tokens * row);
   expect_size("kv_cache_write slot_mapping", slot_mapping.size(), s.tokens);
-  const std::size_t cache = s.num_blocks * s.block_size * row;
-  expect_size("kv_cache_write key_cache", key_cache.size(), cache);
-  expect_size("kv_cache_write value_cache", value_cache.size(), cache);
+  const std::size_t row = s.kv_heads * s.head_size;
+  std::vector<KvCacheMove> moves;
   for (std::size_t t = 0; t < s.tokens; ++t) {
     const std::int64_t slot = slot_mapping[t];
     if (slot == -1) continue;  // a padding token: nothing to store
@@ -389,10 +384,22 @@ void kv_cache_write(const std::vector<float>& key, const std::vector<float>& val
       throw std::invalid_argument("kv_cache_write: slot " + std::to_string(slot) + " of token " + std::to_string(t) + " is outside the cache");
     const std::size_t block = static_cast<std::size_t>(slot) / s.block_size, off = static_cast<std::size_t>(slot) % s.block_size;
     for (std::size_t h = 0; h < s.kv_heads; ++h)
-      for (std::size_t d = 0; d < s.head_size; ++d) {
-        key_cache[kv_key_offset(s, block, off, h, d)] = key[t * row + h * s.head_size + d];
-        value_cache[kv_value_offset(s, block, off, h, d)] = value[t * row + h * s.head_size + d];
-      }
+      for (std::size_t d = 0; d < s.head_size; ++d)
+        moves.push_back({t * row + h * s.head_size + d, kv_key_offset(s, block, off, h, d), kv_value_offset(s, block, off, h, d)});
+  }
+  return moves;
+}
+
+void kv_cache_write(const std::vector<float>& key, const std::vector<float>& value, std::vector<float>& key_cache,
+                    std::vector<float>& value_cache, const std::vector<std::int64_t>& slot_mapping, const KvCacheShape& s) {
+  const std::size_t row = s.kv_heads * s.head_size, cache = s.num_blocks * s.block_size * row;
+  expect_size("kv_cache_write key", key.size(), s.tokens * row);
+  expect_size("kv_cache_write value", value.size(), s.tokens * row);
+  expect_size("kv_cache_write key_cache", key_cache.size(), cache);
+  expect_size("kv_cache_write value_cache", value_cache.size(), cache);
+  for (const KvCacheMove& m : kv_cache_moves(slot_mapping, s)) {
+    key_cache[m.key] = key[m.row];
+    value_cache[m.value] = value[m.row];
   }
 }
 

@@ -165,6 +165,18 @@ std::size_t kv_key_offset(const KvCacheShape& s, std::size_t block, std::size_t 
 /// Offset of value element (head h, dim d) of the token in page `block`, slot `off`.
 std::size_t kv_value_offset(const KvCacheShape& s, std::size_t block, std::size_t off, std::size_t h, std::size_t d);
 
+/// One element kv_cache_write moves: its index in key and value [T, Hkv, D] and its offsets in
+/// key_cache and value_cache.
+struct KvCacheMove {
+  std::size_t row;    ///< index into key / value
+  std::size_t key;    ///< offset in key_cache
+  std::size_t value;  ///< offset in value_cache
+};
+
+/// Every element move of kv_cache_write, in token order (slots of -1 give none); validates the
+/// slots and sizes as kv_cache_write does (the caches' sizes are not seen here).
+std::vector<KvCacheMove> kv_cache_moves(const std::vector<std::int64_t>& slot_mapping, const KvCacheShape& shape);
+
 /// key_cache / value_cache updated in place: token t's [Hkv, D] rows of key and value go to page
 /// slot_mapping[t] / P, slot slot_mapping[t] % P; a slot of -1 is skipped (padding). Throws
 /// std::invalid_argument for a slot below -1 or at or past NB * P, and for sizes that disagree.

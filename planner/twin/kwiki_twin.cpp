@@ -61,6 +61,18 @@ class Args {
     }
     return out;
   }
+  // Bytes of one element of tensor i.
+  std::size_t element_size(int i) const {
+    switch (dtypes_[i]) {
+      case KWIKI_TWIN_F32: case KWIKI_TWIN_I32: return 4;
+      case KWIKI_TWIN_BF16: case KWIKI_TWIN_F16: return 2;
+      case KWIKI_TWIN_E4M3FN: case KWIKI_TWIN_E4M3FNUZ: case KWIKI_TWIN_U8: return 1;
+      case KWIKI_TWIN_I64: return 8;
+    }
+    throw std::invalid_argument("unknown element type " + std::to_string(dtypes_[i]));
+  }
+  // Tensor i's storage (throws when it is null).
+  void* raw(int i) const { return need(i); }
   // Stores `values` into tensor i, rounded to its element type as a kernel's store rounds.
   template <class T>
   void store(int i, const std::vector<T>& values) const {
@@ -249,11 +261,15 @@ void kv_cache_write(const Args& a) {  // key, value, key_cache, value_cache (in 
   if (layout > 1) throw std::invalid_argument("layout must be 0 (vLLM) or 1 (flash)");
   s.layout = static_cast<ref::KvCacheLayout>(layout);
   if (a.dtype(0) != a.dtype(2) || a.dtype(1) != a.dtype(3)) throw std::invalid_argument("the caches must hold the rows' element type");
-  const std::size_t rows = s.tokens * s.kv_heads * s.head_size, cache = s.num_blocks * s.block_size * s.kv_heads * s.head_size;
-  std::vector<float> key_cache = a.floats(2, cache), value_cache = a.floats(3, cache);
-  ref::kv_cache_write(a.floats(0, rows), a.floats(1, rows), key_cache, value_cache, a.int64s(4, s.tokens), s);
-  a.store(2, key_cache);
-  a.store(3, value_cache);
+  // The kernel copies elements unchanged: so does the twin, byte for byte, touching only the
+  // addressed slots (a cache is far larger than the rows written into it).
+  const auto moves = ref::kv_cache_moves(a.int64s(4, s.tokens), s);
+  for (int i : {0, 1}) {
+    const std::size_t size = a.element_size(i);
+    const auto* src = static_cast<const unsigned char*>(a.raw(i));
+    auto* dst = static_cast<unsigned char*>(a.raw(i + 2));
+    for (const auto& m : moves) std::memcpy(dst + (i == 0 ? m.key : m.value) * size, src + m.row * size, size);
+  }
 }
 
 void topk_filter(const Args& a) {  // logits[B,V], k[B] or null, out[B,V]; B, V; k (when the k tensor is null)
