@@ -283,8 +283,8 @@ int main() {
   const double copy_bw = copy_bandwidth(timer);
   std::printf("# %s, %d SMs; device-to-device copy %.3f TB/s (read + write, 1 GiB, L2 flushed)\n", prop.name, prop.multiProcessorCount, copy_bw / 1e12);
   // data/tasks/vllm_reshape_and_cache and kv_cache_write shapes
-  bench_kv_cache_write(timer, copy_bw, 256, 8, 128, 4096, 16, 0, 16);
-  bench_kv_cache_write(timer, copy_bw, 8192, 8, 128, 4096, 16, 0, 0);
+  bench_kv_cache_write(timer, copy_bw, 256, 8, 128, 2048, 16, 0, 16);
+  bench_kv_cache_write(timer, copy_bw, 8192, 8, 128, 2048, 16, 0, 0);
   bench_kv_cache_write(timer, copy_bw, 1024, 1, 128, 8192, 16, 0, 0);
   bench_kv_cache_write(timer, copy_bw, 4096, 8, 128, 512, 16, 1, 0);
   // data/tasks/vllm_apply_top_k and hf_topk_logits_warper shapes
