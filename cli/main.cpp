@@ -482,7 +482,7 @@ int main(int argc, char** argv) {
   plan->add_option("--task", plan_request.task_path, "task folder (benchmark layout) or task.json")->required();
   plan->add_option("--gpu", plan_request.product, "target product, e.g. H200, MI300X (must be recorded in the wiki)")->required();
   plan->add_option("--workspace", plan_request.workspace, "workspace folder to create (default ./kwiki-<task>-<product>)");
-  plan->add_option("--pattern", plan_request.pattern_override, "try only this family (rms_norm, gemm, ...); it is still proven before it is claimed");
+  plan->add_option("--pattern", plan_request.pattern_override, "try only this family (rms_norm, gemm, ..., or generated: the kernel generator, docs/GENERATOR.md); it is still proven before it is claimed");
   plan->add_option("--shapes", plan_shapes, "comma-separated shape ids to plan (default: all)");
   plan->add_flag("--force", plan_request.force, "replace an existing workspace");
   plan->add_flag("--no-dry-run", no_dry_run, "do not run the PyTorch reference even when torch is importable");
