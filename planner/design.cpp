@@ -202,6 +202,67 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     add("top-k", "k rounds of a lane argmax (ties to the lower expert id), then optional renormalization in fp32",
         wiki.ask("ties", "moe gating deterministic tie break topk"));
     add("accumulation", "fp32 softmax with max subtraction", acc_rec);
+  } else if (pattern == "kv_cache_write") {
+    d.template_name = amd ? "kv_cache_write_hip" : "kv_cache_write_cuda";
+    const std::string slot_rec = wiki.ask("slot mapping", "reshape_and_cache write new k and v into the paged kv cache with slot_mapping");
+    const std::string skip_rec = wiki.ask("padding", "kv cache padding slot negative skip");
+    add("mapping", "one block per new token (a grid of at most 65536 blocks strides over T); the token's Hkv x D row split in 16-byte "
+                   "chunks over the block's 128 threads",
+        slot_rec);
+    add("layout", "vLLM layout: each key chunk is one 16-byte store into [NB, Hkv, D/x, P, x] (x = 16 bytes of elements); each value chunk "
+                  "scatters its " + std::to_string(vec) + " elements into [NB, Hkv, D, P] at the page-size stride; flash layout: the row is "
+                  "contiguous in [NB, P, Hkv, D], 16-byte stores",
+        slot_rec);
+    add("padding", "slot -1 (a padding token of a CUDA graph batch) stores nothing; a slot past NB x P stores nothing either (the twin refuses it)",
+        skip_rec);
+    add("vector width", std::to_string(vec) + " x " + task.dtype + " = 16-byte loads of key and value rows", vec_rec);
+  } else if (pattern == "topk_filter") {
+    d.template_name = amd ? "topk_filter_radix_hip" : "topk_filter_radix_cuda";
+    const std::string radix_rec = wiki.ask("selection", "radix select top-k k-th largest element of each row without sorting");
+    const std::string sort_rec = wiki.ask("anti-pattern", "sorting the whole vocabulary row for top-k is an anti-pattern");
+    add("mapping", "one block of 512 threads per row (a grid of at most 65536 blocks strides over B rows)", radix_rec);
+    add("selection", "radix select on order-preserving 32-bit keys of the fp32 values (NaN the largest, as torch.topk): four passes of an "
+                     "8-bit digit histogram in " + t.onchip_name + " narrow the prefix to the k-th largest key; no sort",
+        radix_rec);
+    add("filter", "a last pass stores each value or -inf where it is below the threshold (ties at the threshold kept, as `logits < kth`); "
+                  "k >= V leaves the row as it is; in place when the reference filters its logits in place",
+        sort_rec);
+    add("data movement", "16-byte loads; the row is read from DRAM once and re-read from L2 by the later passes (a 128k fp32 row is 0.5 MB)",
+        vec_rec);
+  } else if (pattern == "paged_decode_attention_vllm") {
+    d.template_name = amd ? "paged_decode_vllm_hip" : "paged_decode_vllm_cuda";
+    const std::string split_rec = wiki.ask("split-KV", "flash decoding split-kv: split the context across blocks when batch x heads is small");
+    const std::string gqa_rec = wiki.ask("GQA", "GQA decode attention load each KV head once for its query heads");
+    const std::string page_rec = wiki.ask("paging", "paged attention block table page gather vectorized loads");
+    add("mapping", "one block (4 " + std::string(amd ? "wavefronts" : "warps") + ") per (sequence, KV head, split); the block serves all query "
+                   "heads of its GQA group, so each K/V element is read once",
+        gqa_rec);
+    add("split-KV", "splits = max(ceil(context / 512), min(ceil(2 x " + std::to_string(units) + " / (batch x KV heads)), ceil(context / 64))); "
+                    "a second kernel merges the fp32 partials with their log-sum-exp",
+        split_rec);
+    add("data movement", "keys [NB, Hkv, D/x, P, x]: a " + std::string(amd ? "wavefront" : "warp") + " reads one page as 16-byte x-groups, "
+                         "lanes over the page's tokens then over the groups (coalesced); values [NB, Hkv, D, P]: each lane reads its rows' P "
+                         "tokens as 16-byte chunks; the query group in " + t.onchip_name,
+        page_rec);
+    add("softmax", "scores of the split in " + t.onchip_name + ", block max and sum in fp32, fp32 partial outputs and LSE",
+        wiki.ask("numerics", "merge split-kv partial outputs with their log-sum-exp combine"));
+  } else if (pattern == "mla_decode") {
+    d.template_name = amd ? "mla_decode_hip" : "mla_decode_cuda";
+    const std::string mla_rec = wiki.ask("MLA", "decode attention for DeepSeek-V2/V3 models: FlashMLA-style decode head dim 576 for q.k and 512 for v "
+                                                "over the compressed latent cache");
+    const std::string split_rec = wiki.ask("split-KV", "flash decoding split-kv: split the context across blocks when batch x heads is small");
+    add("mapping", "one block (4 " + std::string(amd ? "wavefronts" : "warps") + ") per (sequence, group of 16 query heads, split); the latent "
+                   "row [Dqk] is read once per head group (H = 16 per GPU at DeepSeek-V3 TP8: once)",
+        mla_rec);
+    add("products", "scores: a " + std::string(amd ? "wavefront" : "warp") + " per token, 16-byte chunks of the row against the 16 queries held in " +
+                        t.onchip_name + "; values: each " + std::string(amd ? "wavefront" : "warp") + " owns a quarter of the Dv dims for every "
+                        "token of the split; " + std::string(amd ? "vector ALUs in V0 (an MFMA path is the next version)" : "CUDA cores in V0 (FlashMLA's wgmma path is the next version)"),
+        amd ? mla_rec : wiki.ask("tensor cores", "MLA decode wgmma tensor cores FlashMLA"));
+    add("split-KV", "splits = max(ceil(context / 256), min(ceil(2 x " + std::to_string(units) + " / (batch x head groups)), ceil(context / 64))); "
+                    "partials merged with their LSE",
+        split_rec);
+    add("softmax", "fp32 scores and partials; the value is the first Dv dims of the same cache row (no second cache read)",
+        wiki.ask("numerics", "merge split-kv partial outputs with their log-sum-exp combine"));
   } else if (pattern == "generated") {
     // The generator's kernels: the skeleton follows from the IR (plans/kernel_ir.json).
     d.template_name = std::string("generated") + (amd ? "_hip" : "_cuda");
@@ -233,7 +294,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
   d.correctness.push_back("the reference runs in fp32 on the same inputs; fresh seeds per run plus a fixed set, all recorded");
   d.boundary_cases = {"one row / one token", "a row length that is not a multiple of " + std::to_string(vec) + " (the scalar path)",
                       "the largest shape of the task (grid and register limits)"};
-  if (pattern == "paged_decode_attention") d.boundary_cases.push_back("a context length that is not a multiple of the page size; a sequence shorter than one split");
+  if (pattern == "paged_decode_attention" || pattern == "paged_decode_attention_vllm" || pattern == "mla_decode") d.boundary_cases.push_back("a context length that is not a multiple of the page size; a sequence shorter than one split");
   const std::string time_rec = wiki.ask("timing", "time kernels with events warm-up median p10 p90");
   const std::string flush_rec = wiki.ask("L2 flush", "flush L2 between timed repetitions buffer twice the cache");
   const std::string graph_rec = wiki.ask("launch floor", "launch overhead tiny kernels cuda graphs replay");

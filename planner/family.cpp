@@ -141,6 +141,51 @@ std::optional<WorkCounts> moe_gating_work(const WorkInput& in) {
   return w;
 }
 
+// A size the canonical dims do not name (vocab_size, kv_lora_rank), from the shape's kwargs.
+std::optional<double> kwarg(const WorkInput& in, const char* name) {
+  for (const auto* kwargs : {&in.shape.input_kwargs, &in.shape.init_kwargs})
+    if (kwargs->is_object() && kwargs->contains(name) && (*kwargs)[name].is_number()) return (*kwargs)[name].get<double>();
+  return std::nullopt;
+}
+
+std::optional<WorkCounts> kv_cache_write_work(const WorkInput& in) {
+  const auto t = in.dim("num_tokens"), hkv = in.dim("num_kv_heads"), d = in.dim("head_size");
+  if (!t || !hkv || !d) return std::nullopt;
+  const double rows = *t * *hkv * *d * in.element_bytes;
+  WorkCounts w;
+  w.bytes_read = 2 * rows + *t * 8;  // key, value, int64 slots
+  w.bytes_written = 2 * rows;        // only the addressed slots of the caches
+  w.basis = "key and value [T,Hkv,D] and slot_mapping[T] read; the same rows written into the caches (the rest of the caches untouched)";
+  return w;
+}
+
+std::optional<WorkCounts> topk_filter_work(const WorkInput& in) {
+  const auto b = in.dim("num_seqs") ? in.dim("num_seqs") : in.dim("num_tokens");
+  const auto v = kwarg(in, "vocab_size") ? kwarg(in, "vocab_size") : in.dim("hidden_size");
+  if (!b || !v) return std::nullopt;
+  WorkCounts w;
+  w.bytes_read = *b * *v * in.element_bytes;
+  w.bytes_written = *b * *v * in.element_bytes;
+  w.vector_flops = 6 * *b * *v;  // key transform, 4 digit histograms, the compare at the store
+  w.basis = "logits[B,V] read once from DRAM (the radix passes re-read it from L2), filtered logits written; 6 ops per element";
+  return w;
+}
+
+std::optional<WorkCounts> mla_decode_work(const WorkInput& in) {
+  const auto b = in.dim("num_seqs"), h = in.dim("num_q_heads"), l = in.dim("context_len");
+  const auto latent = kwarg(in, "kv_lora_rank"), rope = kwarg(in, "qk_rope_head_dim");
+  if (!b || !h || !l || !latent || !rope) return std::nullopt;
+  const double e = in.element_bytes, dqk = *latent + *rope, dv = *latent;
+  const double page = in.dim("block_size") ? *in.dim("block_size") : 64;
+  WorkCounts w;
+  w.bytes_read = *b * *h * dqk * e + *b * *l * dqk * e + *b * std::ceil(*l / page) * 4 + *b * 4;
+  w.bytes_written = *b * *h * dv * e;
+  w.matrix_flops = 2 * *b * *h * *l * (dqk + dv);  // Q C^T and P C[:, :Dv]
+  w.vector_flops = 5 * *b * *h * *l;
+  w.basis = "q [B,H,Dqk], the latent cache rows [L,Dqk] of each sequence (one KV head for all H), block table read; out [B,H,Dv] written; 2*B*H*L*(Dqk+Dv)";
+  return w;
+}
+
 }  // namespace
 
 const FamilyRow kFamilies[] = {
@@ -162,6 +207,22 @@ const FamilyRow kFamilies[] = {
      "query[B,Hq,D], key_cache[NB,P,Hkv,D], value_cache[NB,P,Hkv,D], block_tables[B,MB], seq_lens[B], out[B,Hq,D], partial_out, partial_lse; "
      "B, Hq, Hkv, D, P, MB, S; scale",
      "", paged_decode_attention_work},
+    // Serving kernels (issue 20): the cache write, the sampler's top-k filter, decode attention in
+    // vLLM's own cache layout and MLA decode.
+    {"kv_cache_write", "reshape_and_cache reshape_and_cache_flash cache_write", "kv_cache_write",
+     "key[T,Hkv,D], value[T,Hkv,D], key_cache, value_cache (written in place at the slots; layout 0: [NB,Hkv,D/X,P,X] and [NB,Hkv,D,P], "
+     "layout 1: [NB,P,Hkv,D] both), slot_mapping[T] (int64, -1 skips); T, Hkv, D, NB, P, X, layout",
+     "", kv_cache_write_work, true},
+    {"topk_filter", "top_k_filter apply_top_k top_k_logits", "topk_filter",
+     "logits[B,V], k[B] (int64) or null, out[B,V] (may be logits itself); B, V; k (when the k tensor is null)", "", topk_filter_work},
+    {"paged_decode_attention_vllm", "paged_attention_v2 vllm_paged_attention", "decode_attention",
+     "query[B,Hq,D], key_cache[NB,Hkv,D/X,P,X], value_cache[NB,Hkv,D,P], block_tables[B,MB], seq_lens[B], out[B,Hq,D], partial_out, partial_lse; "
+     "B, Hq, Hkv, D, P, MB, S, X, NB; scale",
+     "", paged_decode_attention_work},
+    {"mla_decode", "mla flash_mla mla_decode_attention", "mla_decode",
+     "query[B,H,Dqk], kv_cache[NB,P,Dqk], block_tables[B,MB], seq_lens[B], out[B,H,Dv] (Dv: the first dims of a cache row), partial_out, partial_lse; "
+     "B, H, Dqk, Dv, P, MB, S, NB; scale",
+     "", mla_decode_work},
     // The generator (planner/generator/): any pointwise/reduction graph it lowers to its kernel IR,
     // proven by the IR's own CPU twin; its launcher takes the IR's buffers, size slots and floats.
     // Last: a hand-written family that is proven keeps its task.
@@ -169,7 +230,7 @@ const FamilyRow kFamilies[] = {
      "", nullptr},
 };
 const std::size_t kFamilyCount = sizeof(kFamilies) / sizeof(kFamilies[0]);
-static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == 11, "a new family is a row here and its files (family.hpp says which)");
+static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == 15, "a new family is a row here and its files (family.hpp says which)");
 
 const FamilyRow* find_family(std::string_view name) {
   for (std::size_t i = 0; i < kFamilyCount; ++i) {

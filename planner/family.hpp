@@ -26,6 +26,9 @@ struct FamilyRow {
   const char* abi;              ///< its launcher's tensors, dims and params (baseline/kernels/ABI.md)
   const char* optional_roles;   ///< space-separated roles a shape may lack (a gemm without bias)
   std::optional<WorkCounts> (*work)(const WorkInput&);  ///< FLOPs and bytes from the shape's sizes
+  /// The family writes a few rows into a large input updated in place (a paged KV cache): its
+  /// bytes are the counter's, not the sum of the dry run's tensors (which holds the whole cache).
+  bool updates_part_of_input = false;
 };
 
 /// Every family, in the order the proof tries them (a more specific one before the one it contains).

@@ -28,7 +28,7 @@ std::optional<WorkCounts> count_work(const std::string& pattern, const ShapeCase
   if (!counted) return std::nullopt;
   WorkCounts w = *counted;
   // A dry run knows the real tensors: bytes are then exactly what they hold.
-  if (!shape.inputs.empty() || !shape.outputs.empty()) {
+  if ((!shape.inputs.empty() || !shape.outputs.empty()) && !family->updates_part_of_input) {
     double read = 0, written = 0;
     for (const auto& in : shape.inputs) {
       read += tensor_bytes(in);

@@ -467,6 +467,232 @@ class PagedDecodeAttention:
         return [q.contiguous(), kc.contiguous(), vc.contiguous(), bt, sl, out, po, pl], [bsz, hq, hkv, d, page, mb, splits], [scale], {"out": out}
 
 
+def int_tensors(s, dim):
+    return [(n, v) for n, v in s.tensor_inputs() if not v.dtype.is_floating_point and v.dtype != torch.bool and v.dim() == dim]
+
+
+def splits_for(device, work_items, tokens, longest, shortest=64):
+    """Splits of a split-KV decode kernel: enough (sequence, head) blocks to cover the GPU twice,
+    at least one per `longest` tokens (the kernel's shared-memory bound), at most one per
+    `shortest`. On the CPU (the twin) only the lower bound holds."""
+    least = max(1, math.ceil(tokens / longest))
+    if device.type != "cuda":
+        return least
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    return max(least, min(math.ceil(2 * sms / max(1, work_items)), math.ceil(tokens / shortest)))
+
+
+def attention_scales(s, dim):
+    """Candidate softmax scales: 1/sqrt(dim) and the fractions the reference was called with."""
+    found = [float(v) for v in s.scalars if isinstance(v, float) and 0 < v < 1]
+    found += [float(v) for v in s.init_kwargs.values() if isinstance(v, float) and not isinstance(v, bool) and 0 < v < 1]
+    return sorted(set([1.0 / math.sqrt(dim)] + found))
+
+
+class KvCacheWrite:
+    """Writes new K/V rows into paged caches by slot (vLLM reshape_and_cache and its _flash form)."""
+    name = "kv_cache_write"
+
+    def bind(self, s):
+        t = s.tensor_inputs()
+        rows = [(n, v) for n, v in t if is_float(v) and v.dim() == 3]
+        caches = [(n, v) for n, v in t if is_float(v) and v.dim() in (4, 5)]
+        slots = int_tensors(s, 1)
+        if len(rows) != 2 or len(caches) != 2 or len(slots) != 1 or len(t) != 5 or rows[0][1].shape != rows[1][1].shape:
+            raise NoFit("does not take key and value rows [T, Hkv, D], two paged caches and a slot mapping [T]")
+        tokens, hkv, d = rows[0][1].shape
+        if slots[0][1].numel() != tokens:
+            raise NoFit("its slot mapping has %d entries for %d rows" % (slots[0][1].numel(), tokens))
+        if any(c.dtype != rows[0][1].dtype for _, c in caches) or rows[1][1].dtype != rows[0][1].dtype:
+            raise NoFit("its caches do not hold the rows' dtype (an fp8 cache needs scales: not this family)")
+        (an, a), (bn, b) = caches
+        if a.dim() == 4 and b.dim() == 4 and a.shape == b.shape and tuple(a.shape[2:]) == (hkv, d):
+            layout, orders = 1, [(an, bn), (bn, an)]
+        else:
+            kc = [(n, c) for n, c in caches if c.dim() == 5]
+            vc = [(n, c) for n, c in caches if c.dim() == 4]
+            if len(kc) != 1 or len(vc) != 1:
+                raise NoFit("its caches are neither [NB, P, Hkv, D] twice nor vLLM's [NB, Hkv, D/x, P, x] and [NB, Hkv, D, P]")
+            k, v = kc[0][1], vc[0][1]
+            if (k.shape[0], k.shape[1], k.shape[2] * k.shape[4], k.shape[3]) != (v.shape[0], hkv, d, v.shape[3]) or tuple(v.shape[1:3]) != (hkv, d):
+                raise NoFit("its vLLM-layout caches do not fit the rows' heads and head size")
+            layout, orders = 0, [(kc[0][0], vc[0][0])]
+        in_place = {an, bn} & s.updated
+        if s.updated - {an, bn}:
+            raise NoFit("writes an input in place other than the caches: " + ", ".join(sorted(s.updated - {an, bn})))
+        if in_place and in_place != {an, bn}:
+            raise NoFit("writes only one of the caches in place")
+        outs = [(n, v) for n, v in s.outputs if torch.is_tensor(v)]
+        if len(outs) != len(s.outputs) or len(outs) not in (0, 2):
+            raise NoFit("returns %d outputs; the family returns the two caches (or nothing)" % len(s.outputs))
+        if not outs and not in_place:
+            raise NoFit("neither returns the caches nor writes them in place")
+        found = []
+        for key_rows, value_rows in ((rows[0][0], rows[1][0]), (rows[1][0], rows[0][0])):
+            for kcn, vcn in orders:
+                shapes = {kcn: dict(t)[kcn].shape, vcn: dict(t)[vcn].shape}
+                out_orders = [(outs[0][0], outs[1][0]), (outs[1][0], outs[0][0])] if outs else [(kcn, vcn)]
+                for ko, vo in out_orders:
+                    if outs and (dict(outs)[ko].shape != shapes[kcn] or dict(outs)[vo].shape != shapes[vcn]):
+                        continue
+                    found.append({"roles": {"key": ("input", key_rows), "value": ("input", value_rows), "key_cache": ("input", kcn),
+                                            "value_cache": ("input", vcn), "slot_mapping": ("input", slots[0][0])},
+                                  "params": {"layout": layout}, "outputs": {"key_cache": ko, "value_cache": vo}, "in_place": bool(in_place)})
+        if not found:
+            raise NoFit("its outputs are not the two caches")
+        return found
+
+    def prepare(self, b, get):
+        r = b["roles"]
+        key, value = get(r["key"]).contiguous(), get(r["value"]).contiguous()
+        kc, vc = get(r["key_cache"]), get(r["value_cache"])
+        if not b["in_place"]:
+            kc, vc = kc.clone(memory_format=torch.contiguous_format), vc.clone(memory_format=torch.contiguous_format)
+        if not (kc.is_contiguous() and vc.is_contiguous()):
+            raise RuntimeError("kv_cache_write writes the caches in place, which needs them contiguous")
+        slots = get(r["slot_mapping"]).to(torch.int64).contiguous()
+        tokens, hkv, d = key.shape
+        layout = b["params"]["layout"]
+        nb, page, x = (kc.shape[0], kc.shape[3], kc.shape[4]) if layout == 0 else (kc.shape[0], kc.shape[1], 1)
+        return [key, value, kc, vc, slots], [tokens, hkv, d, nb, page, x, layout], [], {"key_cache": kc, "value_cache": vc}
+
+
+class TopkFilter:
+    """Per-row top-k threshold filter over the vocabulary: values below the k-th largest become -inf."""
+    name = "topk_filter"
+
+    def bind(self, s):
+        xs, x = the_activation(s)
+        if x.dim() < 1 or x.shape[-1] < 1:
+            raise NoFit("has no rows to filter")
+        n_rows, vocab = rows(x), x.shape[-1]
+        if s.updated - {xs}:
+            raise NoFit("writes an input in place: " + ", ".join(sorted(s.updated - {xs})))
+        out_name, _ = one_output(s, like=x, dtype=x.dtype)
+        ks = [(n, v) for n, v in s.tensor_inputs() if not v.dtype.is_floating_point and v.dtype != torch.bool and v.numel() == n_rows]
+        found = []
+        for kn, _ in ks:
+            try:
+                no_other_tensors(s, [("input", xs), ("input", kn)])
+            except NoFit:
+                continue
+            found.append({"roles": {"logits": ("input", xs), "k": ("input", kn)}, "params": {"k": 0, "k_from": None},
+                          "outputs": {"out": out_name}, "in_place": xs in s.updated})
+        if not ks or not found:
+            no_other_tensors(s, [("input", xs)])
+            # A scalar k: an integer argument (or init argument) between 1 and the row length.
+            for kind, items in (("input", s.inputs), ("init", list(s.init_kwargs.items()))):
+                for n, v in items:
+                    if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= vocab:
+                        found.append({"roles": {"logits": ("input", xs)}, "params": {"k": v, "k_from": [kind, n]},
+                                      "outputs": {"out": out_name}, "in_place": xs in s.updated})
+        if not found:
+            raise NoFit("has no k: neither an integer tensor of one entry per row nor an integer argument")
+        return found
+
+    def prepare(self, b, get):
+        x = get(b["roles"]["logits"])
+        if b["in_place"]:
+            if not x.is_contiguous():
+                raise RuntimeError("the reference filters its logits in place, which needs them contiguous here")
+            out = x  # the kernel reads each element before it writes it
+        else:
+            x = x.contiguous()
+            out = empty(x.shape, x.dtype, x.device)
+        k = get(b["roles"]["k"]).to(torch.int64).contiguous() if "k" in b["roles"] else None
+        kval = 0 if k is not None else int(resolve(b, "k", get))
+        return [x, k, out], [rows(x), x.shape[-1]], [float(kval)], {"out": out}
+
+
+class PagedDecodeAttentionVllm:
+    """Paged decode attention in vLLM's cache layout (key [NB, Hkv, D/x, P, x], value [NB, Hkv, D, P])."""
+    name = "paged_decode_attention_vllm"
+
+    def bind(self, s):
+        t = s.tensor_inputs()
+        q = [(n, v) for n, v in t if is_float(v) and v.dim() == 3]
+        kc = [(n, v) for n, v in t if is_float(v) and v.dim() == 5]
+        vc = [(n, v) for n, v in t if is_float(v) and v.dim() == 4]
+        tables, lens = int_tensors(s, 2), int_tensors(s, 1)
+        if len(q) != 1 or len(kc) != 1 or len(vc) != 1 or len(tables) != 1 or len(lens) != 1 or len(t) != 5:
+            raise NoFit("does not take query [B, Hq, D], vLLM's key cache [NB, Hkv, D/x, P, x] and value cache [NB, Hkv, D, P], "
+                        "block tables and sequence lengths")
+        (qn, qv), (kn, k), (vn, v) = q[0], kc[0], vc[0]
+        bsz, hq, d = qv.shape
+        nb, hkv, dx, page, x = k.shape
+        if tuple(v.shape) != (nb, hkv, d, page) or dx * x != d or hq % hkv or k.dtype != qv.dtype or v.dtype != qv.dtype:
+            raise NoFit("its caches are not vLLM's layout for the query's heads, head size and dtype")
+        out_name, _ = one_output(s, like=qv, dtype=qv.dtype)
+        no_other_tensors(s, [("input", n) for n, _ in t])
+        return [{"roles": {"query": ("input", qn), "key_cache": ("input", kn), "value_cache": ("input", vn),
+                           "block_tables": ("input", tables[0][0]), "seq_lens": ("input", lens[0][0])},
+                 "params": {"scale": sc, "scale_is_rsqrt_d": abs(sc - 1.0 / math.sqrt(d)) < 1e-12}, "outputs": {"out": out_name},
+                 "symbolic": ["scale"] if abs(sc - 1.0 / math.sqrt(d)) < 1e-12 else []} for sc in attention_scales(s, d)]
+
+    def prepare(self, b, get):
+        r = b["roles"]
+        q, kc, vc = get(r["query"]).contiguous(), get(r["key_cache"]).contiguous(), get(r["value_cache"]).contiguous()
+        bt, sl = get(r["block_tables"]).to(torch.int32).contiguous(), get(r["seq_lens"]).to(torch.int32).contiguous()
+        bsz, hq, d = q.shape
+        nb, hkv, _, page, x = kc.shape
+        mb = bt.shape[1]
+        splits = splits_for(q.device, bsz * hkv, mb * page, 512)
+        scale = 1.0 / math.sqrt(d) if b["params"].get("scale_is_rsqrt_d") else b["params"]["scale"]
+        out = empty(q.shape, q.dtype, q.device)
+        po = torch.empty((bsz, hq, splits, d), dtype=torch.float32, device=q.device)
+        pl = torch.empty((bsz, hq, splits), dtype=torch.float32, device=q.device)
+        return [q, kc, vc, bt, sl, out, po, pl], [bsz, hq, hkv, d, page, mb, splits, x, nb], [scale], {"out": out}
+
+
+class MlaDecode:
+    """MLA decode: one latent KV head of Dqk dims (512 latent + 64 rope), value = its first Dv dims."""
+    name = "mla_decode"
+    HEAD_GROUP = 16  # query heads a kernel block serves (mla_decode.cuh, kHeadGroup)
+
+    def bind(self, s):
+        t = s.tensor_inputs()
+        floats = [(n, v) for n, v in t if is_float(v) and v.dim() in (3, 4)]
+        tables, lens = int_tensors(s, 2), int_tensors(s, 1)
+        if len(floats) != 2 or len(tables) != 1 or len(lens) != 1 or len(t) != 4:
+            raise NoFit("does not take a query [B, H, Dqk], one latent cache [NB, P, Dqk] (or [NB, P, 1, Dqk]), block tables and sequence lengths")
+        if len(s.outputs) != 1 or not torch.is_tensor(s.outputs[0][1]):
+            raise NoFit("returns %d outputs; the family returns one" % len(s.outputs))
+        out_name, out = s.outputs[0]
+        found = []
+        for (qn, qv), (cn, c) in (floats, floats[::-1]):
+            if qv.dim() != 3 or c.shape[-1] != qv.shape[-1] or (c.dim() == 4 and c.shape[2] != 1) or c.dtype != qv.dtype:
+                continue
+            bsz, h, dqk = qv.shape
+            if out.dim() != 3 or tuple(out.shape[:2]) != (bsz, h) or not 0 < out.shape[2] <= dqk or out.dtype != qv.dtype:
+                continue  # the other tensor may be the query
+            for sc in attention_scales(s, dqk):
+                found.append({"roles": {"query": ("input", qn), "kv_cache": ("input", cn), "block_tables": ("input", tables[0][0]),
+                                        "seq_lens": ("input", lens[0][0])},
+                              # The rope part (Dqk - Dv, 64 in DeepSeek) is the model's constant; Dv follows from the query.
+                              "params": {"scale": sc, "scale_is_rsqrt_d": abs(sc - 1.0 / math.sqrt(dqk)) < 1e-12, "rope_dim": dqk - out.shape[2]},
+                              "outputs": {"out": out_name}, "symbolic": ["scale"] if abs(sc - 1.0 / math.sqrt(dqk)) < 1e-12 else []})
+        if not found:
+            raise NoFit("has no query [B, H, Dqk] and cache [NB, P, Dqk] of one dtype with an output [B, H, Dv <= Dqk] in that dtype")
+        return found
+
+    def prepare(self, b, get):
+        r = b["roles"]
+        q, c = get(r["query"]).contiguous(), get(r["kv_cache"]).contiguous()
+        bt, sl = get(r["block_tables"]).to(torch.int32).contiguous(), get(r["seq_lens"]).to(torch.int32).contiguous()
+        bsz, h, dqk = q.shape
+        nb, page = c.shape[0], c.shape[1]
+        dv = dqk - int(b["params"]["rope_dim"])
+        if not 0 < dv <= dqk:
+            raise RuntimeError("the query's %d dims leave no value dims after the %d rope dims" % (dqk, int(b["params"]["rope_dim"])))
+        mb = bt.shape[1]
+        splits = splits_for(q.device, bsz * math.ceil(h / self.HEAD_GROUP), mb * page, 256)
+        scale = 1.0 / math.sqrt(dqk) if b["params"].get("scale_is_rsqrt_d") else b["params"]["scale"]
+        out = empty((bsz, h, dv), q.dtype, q.device)
+        po = torch.empty((bsz, h, splits, dv), dtype=torch.float32, device=q.device)
+        pl = torch.empty((bsz, h, splits), dtype=torch.float32, device=q.device)
+        return [q, c, bt, sl, out, po, pl], [bsz, h, dqk, dv, page, mb, splits, nb], [scale], {"out": out}
+
+
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64", "fp8_e4m3fn": "float8_e4m3fn",
                 "fp8_e4m3fnuz": "float8_e4m3fnuz", "int8": "int8", "uint8": "uint8", "int16": "int16", "int32": "int32", "int64": "int64",
                 "bool": "bool"}
@@ -548,7 +774,8 @@ class Generated:
 # Every family with a V0 kernel, by its table name (the C++ table lists the same names, in this order).
 FAMILIES = {f.name: f for f in (FusedAddRmsNorm(), RowNorm("rms_norm", False), RowNorm("layer_norm", True), RowMap("softmax", False),
                                 RowReduce(), RowMap("gelu_and_mul", True), Fp8Quant(), MoeGating(),
-                                Gemm(), PagedDecodeAttention(), Generated())}
+                                Gemm(), PagedDecodeAttention(), KvCacheWrite(), TopkFilter(), PagedDecodeAttentionVllm(),
+                                MlaDecode(), Generated())}
 
 
 def launch_twin(lib, family, tensors, dims, params):

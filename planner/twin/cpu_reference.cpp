@@ -360,6 +360,100 @@ std::vector<double> paged_decode_attention(const std::vector<float>& query, cons
 // Cross-lane reductions, emulated
 // ---------------------------------------------------------------------------------------------
 
+std::size_t kv_key_offset(const KvCacheShape& s, std::size_t block, std::size_t off, std::size_t h, std::size_t d) {
+  if (s.layout == KvCacheLayout::kFlash) return ((block * s.block_size + off) * s.kv_heads + h) * s.head_size + d;
+  return (((block * s.kv_heads + h) * (s.head_size / s.x) + d / s.x) * s.block_size + off) * s.x + d % s.x;
+}
+
+std::size_t kv_value_offset(const KvCacheShape& s, std::size_t block, std::size_t off, std::size_t h, std::size_t d) {
+  if (s.layout == KvCacheLayout::kFlash) return ((block * s.block_size + off) * s.kv_heads + h) * s.head_size + d;
+  return ((block * s.kv_heads + h) * s.head_size + d) * s.block_size + off;
+}
+
+std::vector<KvCacheMove> kv_cache_moves(const std::vector<std::int64_t>& slot_mapping, const KvCacheShape& s) {
+  if (s.block_size == 0 || s.head_size == 0 || s.kv_heads == 0) throw std::invalid_argument("kv_cache_write: empty page, head or head count");
+  if (s.layout == KvCacheLayout::kVllm && (s.x == 0 || s.head_size % s.x != 0))
+    throw std::invalid_argument("kv_cache_write: x must divide head_size");
+  expect_size("kv_cache_write slot_mapping", slot_mapping.size(), s.tokens);
+  const std::size_t row = s.kv_heads * s.head_size;
+  std::vector<KvCacheMove> moves;
+  for (std::size_t t = 0; t < s.tokens; ++t) {
+    const std::int64_t slot = slot_mapping[t];
+    if (slot == -1) continue;  // a padding token: nothing to store
+    if (slot < -1 || static_cast<std::uint64_t>(slot) >= s.num_blocks * s.block_size)
+      throw std::invalid_argument("kv_cache_write: slot " + std::to_string(slot) + " of token " + std::to_string(t) + " is outside the cache");
+    const std::size_t block = static_cast<std::size_t>(slot) / s.block_size, off = static_cast<std::size_t>(slot) % s.block_size;
+    for (std::size_t h = 0; h < s.kv_heads; ++h)
+      for (std::size_t d = 0; d < s.head_size; ++d)
+        moves.push_back({t * row + h * s.head_size + d, kv_key_offset(s, block, off, h, d), kv_value_offset(s, block, off, h, d)});
+  }
+  return moves;
+}
+
+void kv_cache_write(const std::vector<float>& key, const std::vector<float>& value, std::vector<float>& key_cache,
+                    std::vector<float>& value_cache, const std::vector<std::int64_t>& slot_mapping, const KvCacheShape& s) {
+  const std::size_t row = s.kv_heads * s.head_size, cache = s.num_blocks * s.block_size * row;
+  expect_size("kv_cache_write key", key.size(), s.tokens * row);
+  expect_size("kv_cache_write value", value.size(), s.tokens * row);
+  expect_size("kv_cache_write key_cache", key_cache.size(), cache);
+  expect_size("kv_cache_write value_cache", value_cache.size(), cache);
+  for (const KvCacheMove& m : kv_cache_moves(slot_mapping, s)) {
+    key_cache[m.key] = key[m.row];
+    value_cache[m.value] = value[m.row];
+  }
+}
+
+std::vector<double> topk_filter(const std::vector<float>& logits, std::size_t rows, std::size_t cols, const std::vector<std::int64_t>& k) {
+  expect_size("topk_filter logits", logits.size(), rows * cols);
+  expect_size("topk_filter k", k.size(), rows);
+  std::vector<double> out(logits.begin(), logits.end());
+  std::vector<double> sorted(cols);
+  // torch.topk's order: NaN above every number.
+  const auto above = [](double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a > b; };
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (k[r] < 1 || static_cast<std::uint64_t>(k[r]) > cols)
+      throw std::invalid_argument("topk_filter: k = " + std::to_string(k[r]) + " of row " + std::to_string(r) + " is not in [1, " + std::to_string(cols) + "]");
+    if (static_cast<std::size_t>(k[r]) == cols) continue;
+    double* row = out.data() + r * cols;
+    std::copy(row, row + cols, sorted.begin());
+    std::nth_element(sorted.begin(), sorted.begin() + (k[r] - 1), sorted.end(), above);
+    const double threshold = sorted[static_cast<std::size_t>(k[r] - 1)];
+    for (std::size_t c = 0; c < cols; ++c)
+      if (row[c] < threshold) row[c] = -std::numeric_limits<double>::infinity();
+  }
+  return out;
+}
+
+std::vector<float> vllm_cache_to_flash(const std::vector<float>& cache, std::size_t num_blocks, std::size_t kv_heads, std::size_t head_size,
+                                       std::size_t block_size, std::size_t x, bool key) {
+  KvCacheShape vllm{0, kv_heads, head_size, num_blocks, block_size, key ? x : 1, KvCacheLayout::kVllm};
+  if (key && (x == 0 || head_size % x != 0)) throw std::invalid_argument("vllm_cache_to_flash: x must divide head_size");
+  expect_size("vllm_cache_to_flash cache", cache.size(), num_blocks * block_size * kv_heads * head_size);
+  KvCacheShape flash = vllm;
+  flash.layout = KvCacheLayout::kFlash;
+  std::vector<float> out(cache.size());
+  for (std::size_t b = 0; b < num_blocks; ++b)
+    for (std::size_t o = 0; o < block_size; ++o)
+      for (std::size_t h = 0; h < kv_heads; ++h)
+        for (std::size_t d = 0; d < head_size; ++d)
+          out[kv_key_offset(flash, b, o, h, d)] = cache[key ? kv_key_offset(vllm, b, o, h, d) : kv_value_offset(vllm, b, o, h, d)];
+  return out;
+}
+
+std::vector<double> mla_decode(const std::vector<float>& query, const std::vector<float>& kv_cache, const std::vector<std::int32_t>& block_tables,
+                               const std::vector<std::int32_t>& seq_lens, const MlaShape& s, double scale) {
+  if (s.v_dim == 0 || s.v_dim > s.qk_dim) throw std::invalid_argument("mla_decode: need 0 < v_dim <= qk_dim");
+  // One KV head whose key is the whole cache row and whose value is the same row: the first
+  // v_dim dims of paged attention with Hkv = 1 and D = qk_dim.
+  PagedAttentionShape p{s.batch, s.heads, 1, s.qk_dim, s.page_size, s.max_pages};
+  const std::vector<double> full = paged_decode_attention(query, kv_cache, kv_cache, block_tables, seq_lens, p, scale);
+  std::vector<double> out(s.batch * s.heads * s.v_dim);
+  for (std::size_t r = 0; r < s.batch * s.heads; ++r)
+    std::copy(full.begin() + static_cast<std::ptrdiff_t>(r * s.qk_dim), full.begin() + static_cast<std::ptrdiff_t>(r * s.qk_dim + s.v_dim),
+              out.begin() + static_cast<std::ptrdiff_t>(r * s.v_dim));
+  return out;
+}
+
 std::vector<float> wave_butterfly_emulated(const std::vector<float>& lanes, int warp_size, bool max) {
   if (warp_size <= 0 || (warp_size & (warp_size - 1)) != 0)
     throw std::invalid_argument("wave_butterfly_emulated: warp_size must be a power of two");

@@ -138,6 +138,80 @@ std::vector<double> paged_decode_attention(const std::vector<float>& query, cons
                                            const std::vector<std::int32_t>& seq_lens, const PagedAttentionShape& shape, double scale);
 
 // ---------------------------------------------------------------------------------------------
+// Serving kernels: KV-cache write, top-k filter, vLLM-layout paged decode, MLA decode
+// ---------------------------------------------------------------------------------------------
+
+/// The two paged KV-cache layouts kv_cache_write writes (and the attention families read).
+enum class KvCacheLayout {
+  /// vLLM reshape_and_cache: key [NB, Hkv, D/X, P, X], value [NB, Hkv, D, P].
+  kVllm = 0,
+  /// vLLM reshape_and_cache_flash / FlashInfer NHD: key and value [NB, P, Hkv, D].
+  kFlash = 1,
+};
+
+/// Sizes of a paged KV cache and of the new rows written into it.
+struct KvCacheShape {
+  std::size_t tokens = 0;      ///< T: new rows (key and value are [T, Hkv, D])
+  std::size_t kv_heads = 0;    ///< Hkv
+  std::size_t head_size = 0;   ///< D
+  std::size_t num_blocks = 0;  ///< NB: pages in the cache
+  std::size_t block_size = 0;  ///< P: tokens per page
+  std::size_t x = 1;           ///< X: elements of the key's innermost 16-byte group (kVllm; divides D)
+  KvCacheLayout layout = KvCacheLayout::kVllm;
+};
+
+/// Offset of key element (head h, dim d) of the token in page `block`, slot `off`.
+std::size_t kv_key_offset(const KvCacheShape& s, std::size_t block, std::size_t off, std::size_t h, std::size_t d);
+/// Offset of value element (head h, dim d) of the token in page `block`, slot `off`.
+std::size_t kv_value_offset(const KvCacheShape& s, std::size_t block, std::size_t off, std::size_t h, std::size_t d);
+
+/// One element kv_cache_write moves: its index in key and value [T, Hkv, D] and its offsets in
+/// key_cache and value_cache.
+struct KvCacheMove {
+  std::size_t row;    ///< index into key / value
+  std::size_t key;    ///< offset in key_cache
+  std::size_t value;  ///< offset in value_cache
+};
+
+/// Every element move of kv_cache_write, in token order (slots of -1 give none); validates the
+/// slots and sizes as kv_cache_write does (the caches' sizes are not seen here).
+std::vector<KvCacheMove> kv_cache_moves(const std::vector<std::int64_t>& slot_mapping, const KvCacheShape& shape);
+
+/// key_cache / value_cache updated in place: token t's [Hkv, D] rows of key and value go to page
+/// slot_mapping[t] / P, slot slot_mapping[t] % P; a slot of -1 is skipped (padding). Throws
+/// std::invalid_argument for a slot below -1 or at or past NB * P, and for sizes that disagree.
+void kv_cache_write(const std::vector<float>& key, const std::vector<float>& value, std::vector<float>& key_cache,
+                    std::vector<float>& value_cache, const std::vector<std::int64_t>& slot_mapping, const KvCacheShape& shape);
+
+/// Per-row top-k threshold filter (vLLM apply_top_k_only, HF TopKLogitsWarper): the threshold of
+/// row r is its k[r]-th largest value (duplicates counted; NaN ranks above every number, as in
+/// torch.topk); elements below it become -inf, the rest keep their value (ties at the threshold
+/// are all kept). k[r] == cols leaves the row as it is. logits [rows, cols]; k has `rows`
+/// entries. Throws std::invalid_argument for k < 1 or k > cols.
+std::vector<double> topk_filter(const std::vector<float>& logits, std::size_t rows, std::size_t cols, const std::vector<std::int64_t>& k);
+
+/// A vLLM-layout cache (key [NB, Hkv, D/X, P, X] or value [NB, Hkv, D, P]) rearranged to the
+/// [NB, P, Hkv, D] layout of paged_decode_attention.
+std::vector<float> vllm_cache_to_flash(const std::vector<float>& cache, std::size_t num_blocks, std::size_t kv_heads, std::size_t head_size,
+                                       std::size_t block_size, std::size_t x, bool key);
+
+/// Sizes of MLA decode (DeepSeek multi-head latent attention with the weights absorbed).
+struct MlaShape {
+  std::size_t batch = 0;      ///< B: sequences, one query token each
+  std::size_t heads = 0;      ///< H: query heads, all reading the one latent KV head
+  std::size_t qk_dim = 0;     ///< Dqk: latent + rope dims of q and of a cache row (512 + 64 = 576)
+  std::size_t v_dim = 0;      ///< Dv <= Dqk: the value is the cache row's first Dv dims (512)
+  std::size_t page_size = 0;  ///< P
+  std::size_t max_pages = 0;  ///< MB: columns of block_tables
+};
+
+/// out[b, h, :] = sum_t softmax_t(scale * q[b, h] . c_t) c_t[:Dv] over the seq_lens[b] cached rows
+/// c_t of sequence b (kv_cache [NB, P, Dqk], token t in page block_tables[b, t / P], slot t % P);
+/// query [B, H, Dqk]; out [B, H, Dv]. A sequence of length 0 gives zeros.
+std::vector<double> mla_decode(const std::vector<float>& query, const std::vector<float>& kv_cache, const std::vector<std::int32_t>& block_tables,
+                               const std::vector<std::int32_t>& seq_lens, const MlaShape& shape, double scale);
+
+// ---------------------------------------------------------------------------------------------
 // Cross-lane reductions, emulated
 // ---------------------------------------------------------------------------------------------
 

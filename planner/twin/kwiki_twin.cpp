@@ -51,6 +51,28 @@ class Args {
     }
     return out;
   }
+  std::vector<std::int64_t> int64s(int i, std::size_t count) const {
+    std::vector<std::int64_t> out(count);
+    const void* p = need(i);
+    for (std::size_t k = 0; k < count; ++k) {
+      if (dtypes_[i] == KWIKI_TWIN_I32) out[k] = static_cast<const std::int32_t*>(p)[k];
+      else if (dtypes_[i] == KWIKI_TWIN_I64) out[k] = static_cast<const std::int64_t*>(p)[k];
+      else throw std::invalid_argument("tensor " + std::to_string(i) + " must be int32 or int64");
+    }
+    return out;
+  }
+  // Bytes of one element of tensor i.
+  std::size_t element_size(int i) const {
+    switch (dtypes_[i]) {
+      case KWIKI_TWIN_F32: case KWIKI_TWIN_I32: return 4;
+      case KWIKI_TWIN_BF16: case KWIKI_TWIN_F16: return 2;
+      case KWIKI_TWIN_E4M3FN: case KWIKI_TWIN_E4M3FNUZ: case KWIKI_TWIN_U8: return 1;
+      case KWIKI_TWIN_I64: return 8;
+    }
+    throw std::invalid_argument("unknown element type " + std::to_string(dtypes_[i]));
+  }
+  // Tensor i's storage (throws when it is null).
+  void* raw(int i) const { return need(i); }
   // Stores `values` into tensor i, rounded to its element type as a kernel's store rounds.
   template <class T>
   void store(int i, const std::vector<T>& values) const {
@@ -226,6 +248,69 @@ void paged_decode_attention(const Args& a) {  // q, k_cache, v_cache, block_tabl
                                          a.param(0)));
 }
 
+void kv_cache_write(const Args& a) {  // key, value, key_cache, value_cache (in place), slot_mapping; T, Hkv, D, NB, P, X, layout
+  a.expect(5, 7, 0);
+  ref::KvCacheShape s;
+  s.tokens = a.dim(0);
+  s.kv_heads = a.dim(1);
+  s.head_size = a.dim(2);
+  s.num_blocks = a.dim(3);
+  s.block_size = a.dim(4);
+  s.x = a.dim(5);
+  const std::size_t layout = a.dim(6);
+  if (layout > 1) throw std::invalid_argument("layout must be 0 (vLLM) or 1 (flash)");
+  s.layout = static_cast<ref::KvCacheLayout>(layout);
+  if (a.dtype(0) != a.dtype(2) || a.dtype(1) != a.dtype(3)) throw std::invalid_argument("the caches must hold the rows' element type");
+  // The kernel copies elements unchanged: so does the twin, byte for byte, touching only the
+  // addressed slots (a cache is far larger than the rows written into it).
+  const auto moves = ref::kv_cache_moves(a.int64s(4, s.tokens), s);
+  for (int i : {0, 1}) {
+    const std::size_t size = a.element_size(i);
+    const auto* src = static_cast<const unsigned char*>(a.raw(i));
+    auto* dst = static_cast<unsigned char*>(a.raw(i + 2));
+    for (const auto& m : moves) std::memcpy(dst + (i == 0 ? m.key : m.value) * size, src + m.row * size, size);
+  }
+}
+
+void topk_filter(const Args& a) {  // logits[B,V], k[B] or null, out[B,V]; B, V; k (when the k tensor is null)
+  a.expect(3, 2, 1);
+  const std::size_t b = a.dim(0), v = a.dim(1);
+  std::vector<std::int64_t> k = a.present(1) ? a.int64s(1, b) : std::vector<std::int64_t>(b, static_cast<std::int64_t>(a.param(0)));
+  a.store(2, ref::topk_filter(a.floats(0, b * v), b, v, k));
+}
+
+void paged_decode_attention_vllm(const Args& a) {  // q, k_cache (vLLM), v_cache (vLLM), block_tables, seq_lens, out, partials
+  a.expect(8, 9, 1);
+  ref::PagedAttentionShape s;
+  s.batch = a.dim(0);
+  s.q_heads = a.dim(1);
+  s.kv_heads = a.dim(2);
+  s.head_size = a.dim(3);
+  s.page_size = a.dim(4);
+  s.max_pages = a.dim(5);
+  const std::size_t x = a.dim(7), nb = a.dim(8);
+  if (s.kv_heads == 0 || s.q_heads % s.kv_heads != 0) throw std::invalid_argument("query heads must be a multiple of KV heads");
+  const std::size_t cache = nb * s.page_size * s.kv_heads * s.head_size;
+  const auto k = ref::vllm_cache_to_flash(a.floats(1, cache), nb, s.kv_heads, s.head_size, s.page_size, x, true);
+  const auto v = ref::vllm_cache_to_flash(a.floats(2, cache), nb, s.kv_heads, s.head_size, s.page_size, x, false);
+  a.store(5, ref::paged_decode_attention(a.floats(0, s.batch * s.q_heads * s.head_size), k, v, a.ints(3, s.batch * s.max_pages),
+                                         a.ints(4, s.batch), s, a.param(0)));
+}
+
+void mla_decode(const Args& a) {  // q[B,H,Dqk], kv_cache[NB,P,Dqk], block_tables, seq_lens, out[B,H,Dv], partials; B, H, Dqk, Dv, P, MB, S, NB
+  a.expect(7, 8, 1);
+  ref::MlaShape s;
+  s.batch = a.dim(0);
+  s.heads = a.dim(1);
+  s.qk_dim = a.dim(2);
+  s.v_dim = a.dim(3);
+  s.page_size = a.dim(4);
+  s.max_pages = a.dim(5);
+  const std::size_t nb = a.dim(7);
+  a.store(4, ref::mla_decode(a.floats(0, s.batch * s.heads * s.qk_dim), a.floats(1, nb * s.page_size * s.qk_dim), a.ints(2, s.batch * s.max_pages),
+                             a.ints(3, s.batch), s, a.param(0)));
+}
+
 struct TwinRow {
   const char* family;
   void (*run)(const Args&);
@@ -243,6 +328,10 @@ const TwinRow kTwins[] = {
     {"moe_gating", moe_gating},
     {"gemm", gemm},
     {"paged_decode_attention", paged_decode_attention},
+    {"kv_cache_write", kv_cache_write},
+    {"topk_filter", topk_filter},
+    {"paged_decode_attention_vllm", paged_decode_attention_vllm},
+    {"mla_decode", mla_decode},
 };
 
 void say(char* error, int size, const std::string& text) {

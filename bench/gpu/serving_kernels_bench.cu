@@ -1,0 +1,307 @@
+// serving_kernels_bench.cu: the serving families of issue 20 (kv_cache_write, topk_filter,
+// paged_decode_attention_vllm, mla_decode) at their tasks' shapes on one GPU:
+//  1. correctness first: each shape's output against a CPU computation on the same inputs (the
+//     cache write and the filter exactly, every element; the attentions in fp64 on the first and
+//     last sequence, bf16 tolerance rtol 1.6e-2 / atol 1e-2), outputs NaN-poisoned before the run;
+//  2. timing: device events around the launches alone, the L2 flushed before each repetition
+//     (bench_cuda.cuh), median of 30; bytes moved (what the kernel must read and write at least);
+//     and that rate as a share of the device-to-device copy bandwidth measured in the same run.
+// A shape that fails correctness prints FAIL and no time. The torch reference is timed by
+// `kwiki baseline` on the tasks (data/tasks/vllm_reshape_and_cache, vllm_apply_top_k,
+// vllm_paged_attention_v2_layout, deepseek_mla_decode), not here.
+// Build and run on the GPU machine:
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I baseline/kernels \
+//     bench/gpu/serving_kernels_bench.cu -o sbench && ./sbench
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_cuda.cuh"
+#include "kv_cache_write.cuh"
+#include "mla_decode.cuh"
+#include "paged_decode_attention_vllm.cuh"
+#include "topk_filter.cuh"
+
+using bf16 = __nv_bfloat16;
+
+namespace {
+
+float bf2f(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t f2bf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+/// A device buffer of n elements of T, freed with it.
+template <typename T>
+struct Dev {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit Dev(size_t count) : n(count) { KWIKI_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(1, n) * sizeof(T))); }
+  ~Dev() { cudaFree(p); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  template <typename H>
+  void put(const std::vector<H>& h) {
+    static_assert(sizeof(H) == sizeof(T), "host and device element sizes agree");
+    KWIKI_CUDA_CHECK(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  template <typename H>
+  std::vector<H> get() const {
+    std::vector<H> h(n);
+    KWIKI_CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+  }
+};
+
+std::vector<uint16_t> random_bf16(size_t n, std::mt19937& g, float scale = 1.f) {
+  std::normal_distribution<float> d(0.f, scale);
+  std::vector<uint16_t> v(n);
+  for (auto& x : v) x = f2bf(d(g));
+  return v;
+}
+
+/// Device-to-device copy rate in bytes/s (read + write) of a 1 GiB buffer: the bandwidth bound.
+double copy_bandwidth(kwiki_bench::FlushedTimer& timer) {
+  const size_t bytes = 1ull << 30;
+  Dev<uint8_t> a(bytes), b(bytes);
+  KWIKI_CUDA_CHECK(cudaMemset(a.p, 1, bytes));
+  const double us = timer.median_us([&] { KWIKI_CUDA_CHECK(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice)); });
+  return 2.0 * bytes / (us * 1e-6);
+}
+
+void report(const char* family, const std::string& shape, bool ok, const std::string& why, double us, double bytes, double copy_bw) {
+  if (!ok) {
+    std::printf("%-28s %-34s FAIL  %s\n", family, shape.c_str(), why.c_str());
+    return;
+  }
+  const double rate = bytes / (us * 1e-6);
+  std::printf("%-28s %-34s PASS  %9.2f us  %9.3f MB  %7.3f TB/s  %5.1f%% of copy\n", family, shape.c_str(), us, bytes / 1e6, rate / 1e12,
+              100.0 * rate / copy_bw);
+}
+
+int splits_for(long long work_items, long long tokens, long long longest, int sms) {
+  const long long least = std::max(1ll, (tokens + longest - 1) / longest);
+  const long long fill = (2ll * sms + work_items - 1) / std::max(1ll, work_items);
+  return static_cast<int>(std::max(least, std::min(fill, (tokens + 63) / 64)));
+}
+
+// ---------------------------------------------------------------------------------------------
+void bench_kv_cache_write(kwiki_bench::FlushedTimer& timer, double copy_bw, long long T, long long Hkv, long long D, long long NB, long long P,
+                          int layout, int padding) {
+  std::mt19937 g(1);
+  const long long X = 8, row = Hkv * D, cache = NB * P * row;
+  const auto key = random_bf16(T * row, g), value = random_bf16(T * row, g), kc0 = random_bf16(cache, g), vc0 = random_bf16(cache, g);
+  std::vector<long long> slots(NB * P);
+  for (long long i = 0; i < NB * P; ++i) slots[i] = i;
+  std::shuffle(slots.begin(), slots.end(), g);
+  slots.resize(T);
+  for (int i = 0; i < padding; ++i) slots[T - 1 - i] = -1;
+  Dev<bf16> dk(T * row), dv(T * row), dkc(cache), dvc(cache);
+  Dev<long long> ds(T);
+  dk.put(key), dv.put(value), dkc.put(kc0), dvc.put(vc0), ds.put(slots);
+  auto run = [&] {
+    kwiki_kv_cache_write::launch<bf16>(dk.p, dv.p, dkc.p, dvc.p, ds.p, T, Hkv, D, NB, P, X, layout, nullptr);
+  };
+  run();
+  KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
+  auto kc = kc0, vc = vc0;
+  for (long long t = 0; t < T; ++t) {
+    if (slots[t] < 0) continue;
+    const long long b = slots[t] / P, o = slots[t] % P;
+    for (long long h = 0; h < Hkv; ++h)
+      for (long long d = 0; d < D; ++d) {
+        const long long src = t * row + h * D + d;
+        if (layout == 1) kc[((b * P + o) * Hkv + h) * D + d] = key[src], vc[((b * P + o) * Hkv + h) * D + d] = value[src];
+        else kc[(((b * Hkv + h) * (D / X) + d / X) * P + o) * X + d % X] = key[src], vc[((b * Hkv + h) * D + d) * P + o] = value[src];
+      }
+  }
+  const bool ok = dkc.get<uint16_t>() == kc && dvc.get<uint16_t>() == vc;
+  const double us = ok ? timer.median_us(run) : 0;
+  const long long written = T - padding;
+  const double bytes = 2.0 * T * row * 2 + T * 8.0 + 2.0 * written * row * 2;
+  report("kv_cache_write", "T" + std::to_string(T) + "_Hkv" + std::to_string(Hkv) + (layout ? "_flash" : "_vllm") + "_pad" + std::to_string(padding),
+         ok, "a cache element differs", us, bytes, copy_bw);
+}
+
+// ---------------------------------------------------------------------------------------------
+void bench_topk_filter(kwiki_bench::FlushedTimer& timer, double copy_bw, long long B, long long V, long long k) {
+  std::mt19937 g(2);
+  std::normal_distribution<float> d(0.f, 4.f);
+  std::vector<float> x(B * V);
+  for (auto& v : x) v = d(g);
+  std::vector<long long> ks(B, k);
+  for (long long r = 0; r < B; r += 4) ks[r] = V;  // requests without top-k
+  Dev<float> dx(B * V), dout(B * V);
+  Dev<long long> dk(B);
+  dx.put(x), dk.put(ks);
+  std::vector<float> nan(B * V, NAN);
+  dout.put(nan);
+  auto run = [&] { kwiki_topk_filter::launch<float>(dx.p, dk.p, 0, dout.p, B, V, nullptr); };
+  run();
+  KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto out = dout.get<float>();
+  bool ok = true;
+  std::vector<float> row(V);
+  for (long long r = 0; r < B && ok; ++r) {
+    std::copy(x.begin() + r * V, x.begin() + (r + 1) * V, row.begin());
+    float thr = -INFINITY;
+    if (ks[r] < V) {
+      std::nth_element(row.begin(), row.begin() + (ks[r] - 1), row.end(), std::greater<float>());
+      thr = row[ks[r] - 1];
+    }
+    for (long long i = 0; i < V; ++i) {
+      const float want = x[r * V + i] < thr ? -INFINITY : x[r * V + i];
+      if (!(out[r * V + i] == want)) ok = false;
+    }
+  }
+  const double us = ok ? timer.median_us(run) : 0;
+  report("topk_filter", "B" + std::to_string(B) + "_V" + std::to_string(V) + "_k" + std::to_string(k), ok, "an element differs", us,
+         2.0 * B * V * 4 + B * 8.0, copy_bw);
+}
+
+// ---------------------------------------------------------------------------------------------
+// fp64 attention of one (sequence, query head) over rows given by `row_of(t)` (key and value).
+template <typename K, typename V>
+std::vector<double> attend(const std::vector<uint16_t>& q, long long qoff, long long dqk, long long dv, long long len, double scale, K key_of,
+                           V value_of) {
+  std::vector<double> s(len), out(dv, 0.0);
+  double m = -INFINITY, sum = 0;
+  for (long long t = 0; t < len; ++t) {
+    double dot = 0;
+    for (long long d = 0; d < dqk; ++d) dot += static_cast<double>(bf2f(q[qoff + d])) * key_of(t, d);
+    s[t] = dot * scale;
+    m = std::max(m, s[t]);
+  }
+  for (auto& x : s) sum += (x = std::exp(x - m));
+  for (long long t = 0; t < len; ++t)
+    for (long long d = 0; d < dv; ++d) out[d] += s[t] / sum * value_of(t, d);
+  return out;
+}
+
+bool close_bf16(float got, double want) { return std::fabs(got - want) <= 1e-2 + 1.6e-2 * std::fabs(want); }
+
+void bench_paged_vllm(kwiki_bench::FlushedTimer& timer, double copy_bw, int sms, long long B, long long L, long long Hq, long long Hkv, long long D,
+                      long long P) {
+  std::mt19937 g(3);
+  const long long X = 8, MB = (L + P - 1) / P, NB = B * MB, cache = NB * Hkv * D * P;
+  const auto q = random_bf16(B * Hq * D, g), kc = random_bf16(cache, g), vc = random_bf16(cache, g);
+  std::vector<int> tables(NB);
+  for (long long i = 0; i < NB; ++i) tables[i] = static_cast<int>(i);
+  std::shuffle(tables.begin(), tables.end(), g);
+  std::vector<int> lens(B, static_cast<int>(L));
+  const long long S = splits_for(B * Hkv, MB * P, 512, sms);
+  Dev<bf16> dq(B * Hq * D), dkc(cache), dvc(cache), dout(B * Hq * D);
+  Dev<int> dt(NB), dl(B);
+  Dev<float> po(B * Hq * S * D), pl(B * Hq * S);
+  dq.put(q), dkc.put(kc), dvc.put(vc), dt.put(tables), dl.put(lens);
+  dout.put(std::vector<uint16_t>(B * Hq * D, 0x7fc0));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  auto run = [&] {
+    kwiki_paged_decode_vllm::launch<bf16>(dq.p, dkc.p, dvc.p, dt.p, dl.p, dout.p, po.p, pl.p, B, Hq, Hkv, D, P, MB, S, X, NB,
+                                          static_cast<float>(scale), nullptr);
+  };
+  run();
+  KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto out = dout.get<uint16_t>();
+  bool ok = true;
+  for (long long b : {0ll, B - 1}) {
+    for (long long h = 0; h < Hq && ok; ++h) {
+      const long long kvh = h / (Hq / Hkv);
+      auto page = [&](long long t) { return static_cast<long long>(tables[b * MB + t / P]); };
+      const auto want = attend(
+          q, (b * Hq + h) * D, D, D, L, scale,
+          [&](long long t, long long d) { return static_cast<double>(bf2f(kc[(((page(t) * Hkv + kvh) * (D / X) + d / X) * P + t % P) * X + d % X])); },
+          [&](long long t, long long d) { return static_cast<double>(bf2f(vc[((page(t) * Hkv + kvh) * D + d) * P + t % P])); });
+      for (long long d = 0; d < D; ++d) ok = ok && close_bf16(bf2f(out[(b * Hq + h) * D + d]), want[d]);
+    }
+  }
+  const double us = ok ? timer.median_us(run) : 0;
+  const double bytes = B * Hq * D * 2.0 * 2 + 2.0 * B * L * Hkv * D * 2 + B * MB * 4.0 + B * 4.0;
+  report("paged_decode_attention_vllm", "B" + std::to_string(B) + "_L" + std::to_string(L) + "_Hq" + std::to_string(Hq) + "_Hkv" + std::to_string(Hkv) +
+         "_S" + std::to_string(S), ok, "out differs beyond bf16 tolerance", us, bytes, copy_bw);
+}
+
+void bench_mla(kwiki_bench::FlushedTimer& timer, double copy_bw, int sms, long long B, long long L, long long H, long long P) {
+  std::mt19937 g(4);
+  const long long Dqk = 576, Dv = 512, MB = (L + P - 1) / P, NB = B * MB, cache = NB * P * Dqk;
+  const auto q = random_bf16(B * H * Dqk, g), kv = random_bf16(cache, g);
+  std::vector<int> tables(NB);
+  for (long long i = 0; i < NB; ++i) tables[i] = static_cast<int>(i);
+  std::shuffle(tables.begin(), tables.end(), g);
+  std::vector<int> lens(B, static_cast<int>(L));
+  const long long S = splits_for(B * ((H + 15) / 16), MB * P, 256, sms);
+  Dev<bf16> dq(B * H * Dqk), dc(cache), dout(B * H * Dv);
+  Dev<int> dt(NB), dl(B);
+  Dev<float> po(B * H * S * Dv), pl(B * H * S);
+  dq.put(q), dc.put(kv), dt.put(tables), dl.put(lens);
+  dout.put(std::vector<uint16_t>(B * H * Dv, 0x7fc0));
+  const double scale = 0.1352337788608801;  // DeepSeek-V3's
+  auto run = [&] {
+    kwiki_mla_decode::launch<bf16>(dq.p, dc.p, dt.p, dl.p, dout.p, po.p, pl.p, B, H, Dqk, Dv, P, MB, S, NB, static_cast<float>(scale), nullptr);
+  };
+  run();
+  KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto out = dout.get<uint16_t>();
+  bool ok = true;
+  for (long long b : {0ll, B - 1}) {
+    for (long long h = 0; h < H && ok; ++h) {
+      auto at = [&](long long t, long long d) {
+        return static_cast<double>(bf2f(kv[(static_cast<long long>(tables[b * MB + t / P]) * P + t % P) * Dqk + d]));
+      };
+      const auto want = attend(q, (b * H + h) * Dqk, Dqk, Dv, L, scale, at, at);
+      for (long long d = 0; d < Dv; ++d) ok = ok && close_bf16(bf2f(out[(b * H + h) * Dv + d]), want[d]);
+    }
+  }
+  const double us = ok ? timer.median_us(run) : 0;
+  const double bytes = B * H * Dqk * 2.0 + B * L * Dqk * 2.0 + B * H * Dv * 2.0 + B * MB * 4.0 + B * 4.0;
+  report("mla_decode", "B" + std::to_string(B) + "_L" + std::to_string(L) + "_H" + std::to_string(H) + "_S" + std::to_string(S), ok,
+         "out differs beyond bf16 tolerance", us, bytes, copy_bw);
+}
+
+}  // namespace
+
+int main() {
+  cudaDeviceProp prop{};
+  KWIKI_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  kwiki_bench::FlushedTimer timer;
+  const double copy_bw = copy_bandwidth(timer);
+  std::printf("# %s, %d SMs; device-to-device copy %.3f TB/s (read + write, 1 GiB, L2 flushed)\n", prop.name, prop.multiProcessorCount, copy_bw / 1e12);
+  // data/tasks/vllm_reshape_and_cache and kv_cache_write shapes
+  bench_kv_cache_write(timer, copy_bw, 256, 8, 128, 2048, 16, 0, 16);
+  bench_kv_cache_write(timer, copy_bw, 8192, 8, 128, 2048, 16, 0, 0);
+  bench_kv_cache_write(timer, copy_bw, 1024, 1, 128, 8192, 16, 0, 0);
+  bench_kv_cache_write(timer, copy_bw, 4096, 8, 128, 512, 16, 1, 0);
+  // data/tasks/vllm_apply_top_k and hf_topk_logits_warper shapes
+  bench_topk_filter(timer, copy_bw, 1, 128256, 50);
+  bench_topk_filter(timer, copy_bw, 64, 151936, 100);
+  bench_topk_filter(timer, copy_bw, 256, 128256, 100);
+  bench_topk_filter(timer, copy_bw, 32, 256000, 40);
+  // data/tasks/vllm_paged_attention_v2_layout shapes (full lengths), and the largest batch x context
+  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 1, 32768, 32, 8, 128, 16);
+  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 32, 4096, 32, 8, 128, 16);
+  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 64, 2048, 28, 4, 128, 16);
+  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 128, 1024, 8, 1, 128, 16);
+  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 32, 16384, 32, 8, 128, 16);
+  // data/tasks/deepseek_mla_decode shapes, and the largest batch x context
+  bench_mla(timer, copy_bw, prop.multiProcessorCount, 1, 32768, 16, 64);
+  bench_mla(timer, copy_bw, prop.multiProcessorCount, 64, 4096, 16, 64);
+  bench_mla(timer, copy_bw, prop.multiProcessorCount, 32, 2048, 128, 64);
+  bench_mla(timer, copy_bw, prop.multiProcessorCount, 128, 8192, 16, 64);
+  return 0;
+}
