@@ -54,7 +54,9 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
   Design d;
   Consulter wiki(engine, d, t);
   const std::string gpu = t.product;
-  const std::string lang = t.framework == "hip" ? "HIP" : "CUDA C++";
+  // The framework's word goes into every query that names the language (CuteDSL, FlyDSL, HIP C++, CUDA C++).
+  const FrameworkRow* fw = find_framework(t.framework);
+  const std::string lang = fw ? fw->query : "CUDA C++";
   const bool amd = t.vendor == "amd";
   const int e = element_bytes(task.dtype);
   const int vec = std::max(1, 16 / e);
