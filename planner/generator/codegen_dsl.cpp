@@ -1,0 +1,581 @@
+// The Python DSL backends' shared writer: the kernel IR as a DSL kernel (elementwise: one thread per
+// element; rows: one block per row, each pass striding over the row, group then block reductions),
+// its launcher, the launch recipe and the Model around them. Every statement names its reference op.
+#include "codegen_dsl.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "codegen.hpp"
+
+namespace kwiki::gen {
+namespace {
+
+constexpr int kThreads = 256;  // threads of a block, both skeletons
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
+  return s;
+}
+
+/// The DSL numeric type a value of `d` is stored as.
+const char* storage_name(DType d) {
+  switch (d) {
+    case DType::kF32: return "Float32";
+    case DType::kBF16: return "BFloat16";
+    case DType::kF16: return "Float16";
+    case DType::kF64: return "Float64";
+    case DType::kE4M3FN: return "Float8E4M3FN";
+    case DType::kE4M3FNUZ: return "Float8E4M3FNUZ";
+    case DType::kI8: return "Int8";
+    case DType::kU8: return "Uint8";
+    case DType::kI16: return "Int16";
+    case DType::kI32: return "Int32";
+    case DType::kI64: return "Int64";
+    case DType::kBool: return "Boolean";
+    default: break;
+  }
+  return "Float32";
+}
+
+/// The DSL numeric type a value of `d` is computed in (the IR's compute column).
+const char* compute_name(DType d) {
+  const std::string c = dtype_row(d).compute;
+  return c == "float" ? "Float32" : c == "double" ? "Float64" : c == "bool" ? "Boolean" : "Int64";
+}
+
+const char* torch_dtype(DType d) {
+  switch (d) {
+    case DType::kF32: return "torch.float32";
+    case DType::kBF16: return "torch.bfloat16";
+    case DType::kF16: return "torch.float16";
+    case DType::kF64: return "torch.float64";
+    case DType::kE4M3FN: return "getattr(torch, 'float8_e4m3fn', None)";
+    case DType::kE4M3FNUZ: return "getattr(torch, 'float8_e4m3fnuz', None)";
+    case DType::kI8: return "torch.int8";
+    case DType::kU8: return "torch.uint8";
+    case DType::kI16: return "torch.int16";
+    case DType::kI32: return "torch.int32";
+    case DType::kI64: return "torch.int64";
+    case DType::kBool: return "torch.bool";
+    default: break;
+  }
+  return "torch.float32";
+}
+
+std::string py_float(double v) {
+  if (std::isnan(v)) return "float('nan')";
+  if (std::isinf(v)) return v > 0 ? "float('inf')" : "float('-inf')";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string py_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+bool is_const(const Kernel& k, int slot, long long v) {
+  const SizeExpr& e = k.size_exprs[slot];
+  return e.kind == SizeExpr::Kind::kConst && e.value == v;
+}
+
+/// Nodes the stores need, and those only a concat's branch reads (computed inside that branch).
+struct Needs {
+  std::set<int> needed, guarded;
+  std::vector<int> reduces;
+};
+
+Needs find_needs(const Kernel& k) {
+  Needs a;
+  std::set<int> unguarded;
+  std::function<void(int, bool)> walk = [&](int id, bool guarded) {
+    if (a.needed.count(id) && (guarded || unguarded.count(id))) return;
+    a.needed.insert(id);
+    if (!guarded) unguarded.insert(id);
+    const Node& n = k.nodes[id];
+    if (n.op == OpKind::kSelect) {
+      walk(n.args[0], guarded);
+      for (std::size_t i = 1; i < n.args.size(); ++i) walk(n.args[i], true);
+      return;
+    }
+    for (int x : n.args) walk(x, guarded);
+  };
+  for (const auto& s : k.stores) walk(s.node, false);
+  for (int id : a.needed)
+    if (!unguarded.count(id)) a.guarded.insert(id);
+  for (int id = 0; id < static_cast<int>(k.nodes.size()); ++id)
+    if (k.nodes[id].op == OpKind::kReduce && a.needed.count(id)) a.reduces.push_back(id);
+  return a;
+}
+
+/// Writes the IR's nodes as Python statements of the DSL, in nested scopes (loop and branch bodies).
+class PyWriter {
+ public:
+  PyWriter(const Kernel& k, const DslDialect& d, const Needs& needs) : k_(k), d_(d), needs_(needs) {}
+
+  std::string type(const char* name) const { return std::string(d_.types) + name; }
+  std::string size(int slot) const {
+    const SizeExpr& e = k_.size_exprs[slot];
+    return e.kind == SizeExpr::Kind::kConst ? std::to_string(e.value) : "s" + std::to_string(slot);
+  }
+  std::string offset(const Access& acc) const {
+    std::string s = size(acc.base);
+    for (std::size_t x = 0; x < acc.outer.size(); ++x)
+      if (!is_const(k_, acc.outer[x], 0)) s += " + " + size(acc.outer[x]) + " * o" + std::to_string(x);
+    if (!is_const(k_, acc.inner, 0)) s += " + " + size(acc.inner) + " * c";
+    return s;
+  }
+
+  void line(const std::string& s) { out_ += indent_ + s + "\n"; }
+  void open(const std::string& header) {
+    line(header);
+    indent_ += "    ";
+    scopes_.emplace_back();
+  }
+  void close() {
+    indent_.resize(indent_.size() - 4);
+    scopes_.pop_back();
+  }
+  const std::string& out() const { return out_; }
+
+  /// Emits every row-level node `targets` need (not under a concat's branch) in the current scope.
+  void hoist(const std::vector<int>& targets, const std::set<int>& done_reduces) {
+    std::set<int> seen;
+    std::function<void(int)> walk = [&](int id) {
+      if (seen.count(id) || needs_.guarded.count(id)) return;
+      seen.insert(id);
+      const Node& n = k_.nodes[id];
+      if (n.op == OpKind::kReduce && !done_reduces.count(id)) return;
+      if (n.level != Level::kElem) {
+        value(id);
+        return;
+      }
+      if (n.op == OpKind::kSelect) {
+        walk(n.args[0]);
+        return;
+      }
+      for (int x : n.args) walk(x);
+    };
+    for (int t : targets) walk(t);
+  }
+
+  /// The name holding node `id` in the current scope, emitting its statement (and its operands') first.
+  std::string value(int id) {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (const auto f = it->find(id); f != it->end()) return f->second;
+    const Node& n = k_.nodes[id];
+    const std::string v = "v" + std::to_string(id);
+    const std::string ct = type(compute_name(n.dtype));
+    std::string expr;
+    switch (n.op) {
+      case OpKind::kLoad: expr = "kw_cvt(b" + std::to_string(n.access.buffer) + "[" + offset(n.access) + "], " + ct + ")"; break;
+      case OpKind::kConst: {
+        const FloatParam& f = k_.floats[n.fparam];
+        expr = "kw_cvt(" + (f.source.empty() && f.fn.empty() ? py_float(f.literal) : "f" + std::to_string(n.fparam)) + ", " + ct + ")";
+        break;
+      }
+      case OpKind::kSize: expr = "kw_cvt(" + size(n.slot) + ", " + ct + ")"; break;
+      case OpKind::kIota: expr = "kw_cvt(" + (n.axis < 0 ? std::string("c") : "o" + std::to_string(n.axis)) + ", " + ct + ")"; break;
+      case OpKind::kReduce: return "r" + std::to_string(id);
+      case OpKind::kPointwise: {
+        std::vector<std::string> xs;
+        for (int x : n.args) xs.push_back(value(x));
+        std::string s = n.pw->dsl;
+        for (int i = static_cast<int>(xs.size()) - 1; i >= 0; --i) s = replace_all(s, "$" + std::to_string(i), xs[i]);
+        expr = round(n.dtype, "kw_cvt(" + s + ", " + ct + ")");
+        break;
+      }
+      case OpKind::kCast: expr = cast(value(n.args[0]), n.dtype); break;
+      case OpKind::kSelect: {
+        // concat: only the chosen part is read (the others' loads may lie outside their tensors).
+        const std::string coord = value(n.args[0]);
+        line(v + " = kw_cvt(0, " + ct + ")  # " + n.source);
+        const std::size_t parts = n.args.size() - 1;
+        for (std::size_t p = 0; p < parts; ++p) {
+          if (p == 0) open("if " + coord + " < " + size(n.bounds[1]) + ":");
+          else if (p + 1 < parts) open("elif " + coord + " < " + size(n.bounds[p + 1]) + ":");
+          else open("else:");
+          line(v + " = kw_cvt(" + value(n.args[p + 1]) + ", " + ct + ")");
+          close();
+          if (parts == 1) break;
+        }
+        scopes_.back()[id] = v;
+        return v;
+      }
+    }
+    line(v + " = " + expr + (n.source.empty() ? "" : "  # " + n.source));
+    scopes_.back()[id] = v;
+    return v;
+  }
+
+  std::string round(DType d, const std::string& x) const {
+    switch (d) {
+      case DType::kBF16: return "kw_round(" + x + ", " + type("BFloat16") + ")";
+      case DType::kF16: return "kw_round(" + x + ", " + type("Float16") + ")";
+      case DType::kE4M3FN: return "kw_round_e4m3fn(" + x + ")";
+      case DType::kE4M3FNUZ: return "kw_round_e4m3fnuz(" + x + ")";
+      default: return x;
+    }
+  }
+  std::string cast(const std::string& x, DType to) const {
+    if (is_float(to)) return round(to, "kw_cvt(" + x + ", " + type(compute_name(to)) + ")");
+    if (to == DType::kBool) return "(" + x + " != 0)";
+    // Toward zero, then wrapped to the narrow integer, as torch casts.
+    return "kw_cvt(kw_cvt(" + x + ", " + type(storage_name(to)) + "), " + type("Int64") + ")";
+  }
+
+ private:
+  const Kernel& k_;
+  const DslDialect& d_;
+  const Needs& needs_;
+  std::vector<std::map<int, std::string>> scopes_{1};
+  std::string indent_ = "    ";
+  std::string out_;
+};
+
+bool is_arg(const Node& n) { return n.reduce == ReduceKind::kArgMax || n.reduce == ReduceKind::kArgMin; }
+
+/// The kernel's parameters after the tensors: the size slots, the floats, rows and N.
+std::string scalar_params(const Kernel& k, const DslDialect& d) {
+  std::string s;
+  for (std::size_t i = 0; i < k.sizes.size(); ++i) s += ", s" + std::to_string(i) + ": " + d.types + "Int32";
+  for (std::size_t i = 0; i < k.floats.size(); ++i) s += ", f" + std::to_string(i) + ": " + d.types + "Float32";
+  return s + ", rows: " + d.types + "Int32, N: " + d.types + "Int32";
+}
+std::string scalar_args(const Kernel& k) {
+  std::string s;
+  for (std::size_t i = 0; i < k.sizes.size(); ++i) s += ", s" + std::to_string(i);
+  for (std::size_t i = 0; i < k.floats.size(); ++i) s += ", f" + std::to_string(i);
+  return s + ", rows, N";
+}
+std::string tensor_params(const Kernel& k, const DslDialect& d) {
+  std::string s;
+  for (std::size_t i = 0; i < k.buffers.size(); ++i) s += std::string(i ? ", " : "") + "b" + std::to_string(i) + ": " + d.tensor_type;
+  return s;
+}
+std::string tensor_args(const Kernel& k) {
+  std::string s;
+  for (std::size_t i = 0; i < k.buffers.size(); ++i) s += std::string(i ? ", " : "") + "b" + std::to_string(i);
+  return s;
+}
+
+void row_coords(const Kernel& k, PyWriter& w) {
+  w.line("rem = row");
+  for (int x = static_cast<int>(k.outer.size()) - 1; x >= 0; --x) {
+    const std::string o = "o" + std::to_string(x);
+    if (x == 0) {
+      w.line(o + " = rem");
+    } else {
+      w.line(o + " = rem % " + w.size(k.outer[x]));
+      w.line("rem = rem // " + w.size(k.outer[x]));
+    }
+  }
+}
+
+void store(const Kernel& k, PyWriter& w, const Store& s) {
+  const Buffer& b = k.buffers[s.access.buffer];
+  const std::string v = w.value(s.node);
+  w.line("b" + std::to_string(s.access.buffer) + "[" + w.offset(s.access) + "] = kw_cvt(" + v + ", " + w.type(storage_name(b.dtype)) + ")  # " + b.role +
+         " " + b.name);
+}
+
+/// The stores `pick` selects; those written once per row (their inner coefficient is 0) under `c == 0`.
+void store_all(const Kernel& k, PyWriter& w, const std::function<bool(const Store&)>& pick) {
+  bool any_row = false;
+  for (const auto& s : k.stores) {
+    if (!pick(s)) continue;
+    if (is_const(k, s.access.inner, 0)) any_row = true;
+    else store(k, w, s);
+  }
+  if (!any_row) return;
+  w.open("if c == 0:");
+  for (const auto& s : k.stores)
+    if (pick(s) && is_const(k, s.access.inner, 0)) store(k, w, s);
+  w.close();
+}
+
+std::string emit_elementwise(const Kernel& k, const DslDialect& d, const Needs& needs) {
+  PyWriter w(k, d, needs);
+  w.line("tid = " + std::string(d.thread_index));
+  w.line("bid = " + std::string(d.block_index));
+  w.line("v = bid * " + std::to_string(kThreads) + " + tid");
+  w.open("if v < rows * N:");
+  w.line("row = v // N");
+  w.line("c = v - row * N");
+  row_coords(k, w);
+  std::vector<int> targets;
+  for (const auto& s : k.stores) targets.push_back(s.node);
+  w.hoist(targets, {});
+  store_all(k, w, [](const Store&) { return true; });
+  w.close();
+  std::string src = "# Elementwise: one thread per element of rows x N (" + std::to_string(kThreads) + " a block), scalar accesses.\n";
+  src += std::string(d.kernel_decorator) + "\ndef kernel_elementwise(" + tensor_params(k, d) + scalar_params(k, d) + "):\n" + w.out();
+  return src;
+}
+
+std::string emit_rows(const Kernel& k, const DslDialect& d, const Needs& needs) {
+  PyWriter w(k, d, needs);
+  const std::string groups = std::to_string(kThreads / d.group);
+  w.line("tid = " + std::string(d.thread_index));
+  w.line("row = " + std::string(d.block_index));
+  if (*d.shared_prologue) w.line(d.shared_prologue);
+  row_coords(k, w);
+  std::set<int> done;
+  for (int id : needs.reduces) {
+    const Node& n = k.nodes[id];
+    const DType in = k.nodes[n.args[0]].dtype;
+    const std::string acc_t = w.type(compute_name(in) == std::string("Boolean") ? "Int64" : compute_name(in));
+    const bool fp = acc_t == w.type("Float32") || acc_t == w.type("Float64");
+    const std::string acc = "acc" + std::to_string(id), idx = "idx" + std::to_string(id);
+    const std::string shared = replace_all(replace_all(d.shared_array, "{T}", acc_t), "{N}", groups);
+    w.hoist({n.args[0]}, done);
+    w.line("red" + std::to_string(id) + " = " + shared + "  # the groups' partials of " + n.source);
+    std::string init;
+    switch (n.reduce) {
+      case ReduceKind::kSum: init = "0"; break;
+      case ReduceKind::kMax:
+      case ReduceKind::kArgMax: init = fp ? "float('-inf')" : "kw_lowest()"; break;
+      default: init = fp ? "float('inf')" : "kw_highest()"; break;
+    }
+    w.line(acc + " = kw_cvt(" + init + ", " + acc_t + ")  # " + n.source);
+    if (is_arg(n)) {
+      w.line("redi" + std::to_string(id) + " = " + replace_all(replace_all(d.shared_array, "{T}", w.type("Int32")), "{N}", groups));
+      w.line(idx + " = kw_cvt(0, " + w.type("Int32") + ")");
+    }
+    w.open("for c in range(tid, N, " + std::to_string(kThreads) + "):");
+    const std::string x = w.value(n.args[0]);
+    switch (n.reduce) {
+      case ReduceKind::kSum: w.line(acc + " = " + acc + " + " + x); break;
+      case ReduceKind::kMax: w.line(acc + " = kw_max(" + acc + ", " + x + ")"); break;
+      case ReduceKind::kMin: w.line(acc + " = kw_min(" + acc + ", " + x + ")"); break;
+      default: {
+        const std::string better = "kw_arg_better(" + x + ", c, " + acc + ", " + idx + ", " + (n.reduce == ReduceKind::kArgMax ? "True" : "False") + ")";
+        w.line("take = " + better);
+        w.line(acc + " = kw_where(take, " + x + ", " + acc + ")");
+        w.line(idx + " = kw_where(take, c, " + idx + ")");
+      }
+    }
+    w.close();
+    const std::string red = "red" + std::to_string(id);
+    switch (n.reduce) {
+      case ReduceKind::kSum: w.line(acc + " = kw_block_sum(" + acc + ", " + red + ", tid)"); break;
+      case ReduceKind::kMax: w.line(acc + " = kw_block_max(" + acc + ", " + red + ", tid)"); break;
+      case ReduceKind::kMin: w.line(acc + " = kw_block_min(" + acc + ", " + red + ", tid)"); break;
+      default:
+        w.line(acc + ", " + idx + " = kw_block_arg(" + acc + ", " + idx + ", " + red + ", redi" + std::to_string(id) + ", tid, " +
+               (n.reduce == ReduceKind::kArgMax ? "True" : "False") + ")");
+    }
+    w.line("r" + std::to_string(id) + " = kw_cvt(" + (is_arg(n) ? idx : acc) + ", " + w.type(compute_name(n.dtype)) + ")");
+    done.insert(id);
+  }
+  std::vector<int> targets;
+  for (const auto& s : k.stores) targets.push_back(s.node);
+  w.hoist(targets, done);
+  // Row-level results are written once, by the block's first thread; the rest by the final pass.
+  const auto row_level = [&](const Store& s) { return is_const(k, s.access.inner, 0) && k.nodes[s.node].level != Level::kElem; };
+  bool row_stores = false, elem_stores = false;
+  for (const auto& s : k.stores) (row_level(s) ? row_stores : elem_stores) = true;
+  if (row_stores) {
+    w.open("if tid == 0:");
+    for (const auto& s : k.stores)
+      if (row_level(s)) store(k, w, s);
+    w.close();
+  }
+  if (elem_stores) {
+    w.open("for c in range(tid, N, " + std::to_string(kThreads) + "):");
+    store_all(k, w, [&](const Store& s) { return !row_level(s); });
+    w.close();
+  }
+  std::string src = "# Rows: one block of " + std::to_string(kThreads) + " threads per row; each pass strides over the row (re-read from L2),\n"
+                    "# each reduction combines within a " + std::string(d.group == 64 ? "wavefront" : "warp") + " by shuffles, then across the " +
+                    groups + " groups through shared memory.\n";
+  src += std::string(d.kernel_decorator) + "\ndef kernel_rows(" + tensor_params(k, d) + scalar_params(k, d) + "):\n" + w.out();
+  return src;
+}
+
+std::string size_expr_py(const SizeExpr& e) {
+  switch (e.kind) {
+    case SizeExpr::Kind::kConst: return "(\"const\", " + std::to_string(e.value) + ")";
+    case SizeExpr::Kind::kScalar: return "(\"scalar\", " + py_string(e.scalar) + ")";
+    case SizeExpr::Kind::kDims:
+      return "(\"dims\", " + py_string(e.tensor) + ", " + std::to_string(e.first) + ", " + std::to_string(e.last) + ", " + std::to_string(e.num) + ", " +
+             std::to_string(e.den) + ")";
+  }
+  return "(\"const\", 0)";
+}
+
+std::string recipe(const Kernel& k, const std::string& returns, const std::string& target, bool rows_skeleton) {
+  std::string s = "# ---- the launch recipe (plans/kernel_ir.json) ----\n\n";
+  s += "# Buffers in launch order: (name, role, torch dtype, DSL element type name, shape as size slots).\n# An input or param is read, "
+       "an output allocated here, an updated input written in place.\nBUFFERS = [\n";
+  for (const auto& b : k.buffers) {
+    std::string shape;
+    for (std::size_t i = 0; i < b.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(b.shape[i]);
+    s += "    (" + py_string(b.name) + ", " + py_string(b.role) + ", " + torch_dtype(b.dtype) + ", " + py_string(storage_name(b.dtype)) + ", [" + shape + "]),\n";
+  }
+  s += "]\n# Size slots: (\"const\", v) | (\"dims\", tensor, first, last, num, den): prod(shape[first:last]) * num / den | (\"scalar\", source).\nSIZES = [\n";
+  for (const auto& e : k.size_exprs) s += "    " + size_expr_py(e) + ",  # " + e.describe() + "\n";
+  s += "]\nSAMPLE_SIZES = [";
+  for (std::size_t i = 0; i < k.sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(k.sizes[i]);
+  s += "]  # the slots at the traced sample (compile_check's placeholders)\n";
+  s += "# Floats: (\"literal\", v) | (\"arg\", source) | (\"size\", fn, size expression).\nFLOATS = [\n";
+  for (const auto& f : k.floats) {
+    if (!f.fn.empty()) s += "    (\"size\", " + py_string(f.fn) + ", " + size_expr_py(f.size) + "),\n";
+    else if (!f.source.empty()) s += "    (\"arg\", " + py_string(f.source) + "),\n";
+    else s += "    (\"literal\", " + py_float(f.literal) + "),\n";
+  }
+  s += "]\nOUTER_SLOTS = [";
+  for (std::size_t i = 0; i < k.outer.size(); ++i) s += (i ? ", " : "") + std::to_string(k.outer[i]);
+  s += "]  # rows = their product\nINNER_SLOT = " + std::to_string(k.inner) + "  # N\n";
+  s += "RESULTS = [";
+  for (std::size_t i = 0; i < k.results.size(); ++i) s += std::string(i ? ", " : "") + "(" + py_string(k.results[i].name) + ", " + std::to_string(k.results[i].buffer) + ")";
+  s += "]  # what forward returns, in order: (name, buffer)\n";
+  s += "RETURNS = " + py_string(returns) + "  # tensor | tuple | dict\n";
+  s += "TARGET = " + py_string(target) + "\n";
+  s += "SKELETON = " + py_string(rows_skeleton ? "rows" : "elementwise") + "\n";
+  s += "GRID = " + std::string(rows_skeleton ? "lambda rows, n: rows" : "lambda rows, n: (rows * n + " + std::to_string(kThreads - 1) + ") // " + std::to_string(kThreads)) + "\n";
+  return s;
+}
+
+
+// The host side both DSLs share: sizes and floats from the call's arguments, buffers allocated or
+// checked, the launch (each DSL's _launch), the results in the reference's form.
+constexpr const char* kModelHost = R"PY(
+
+# ---- the host side: torch only allocates, reshapes and launches ----
+
+def _eval_size(e, tensor, scalar):
+    """A size slot's value for this call (SIZES row)."""
+    if e[0] == "const":
+        return e[1]
+    if e[0] == "scalar":
+        return int(scalar(e[1]))
+    _, name, first, last, num, den = e
+    t = tensor(name)
+    rank = t.dim()
+    lo = first + rank if first < 0 else first
+    hi = last + rank if (last <= 0 and first < 0) else last
+    p = 1
+    for d in t.shape[lo:hi]:
+        p *= int(d)
+    if (p * num) % den:
+        raise RuntimeError("%s gives a size the kernel cannot use (%d / %d)" % (name, p * num, den))
+    return p * num // den
+
+
+def _eval_float(f, sizes_of, scalar):
+    if f[0] == "literal":
+        return f[1]
+    if f[0] == "arg":
+        return float(scalar(f[1]))
+    d = float(sizes_of(f[2]))
+    return {"sqrt": math.sqrt(d), "rsqrt": 1 / math.sqrt(d), "recip": 1 / d, "id": d}[f[1]]
+
+
+class Model(torch.nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        import reference  # the task's reference.py beside this file: it owns the parameters
+        self.ref = reference.Model(*args, **kwargs)
+        self._signature = inspect.signature(reference.Model.forward)
+        init = inspect.signature(reference.Model.__init__).bind(None, *args, **kwargs)
+        init.apply_defaults()
+        self._init = dict(init.arguments)
+
+    def forward(self, *args, **kwargs):
+        bound = self._signature.bind(self.ref, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        arguments.pop(next(iter(self._signature.parameters)))  # self
+        held = dict(self.ref.named_parameters())
+        held.update(dict(self.ref.named_buffers()))
+
+        def tensor(name):  # an input "x", or a parameter "param:w"
+            return held[name[6:]] if name.startswith("param:") else arguments[name]
+
+        def scalar(source):  # "input:NAME" or "init:NAME"
+            kind, name = source.split(":", 1)
+            return (arguments if kind == "input" else self._init)[name]
+
+        sizes = [_eval_size(e, tensor, scalar) for e in SIZES]
+        floats = [_eval_float(f, lambda e: _eval_size(e, tensor, scalar), scalar) for f in FLOATS]
+        device = next(tensor(b[0]).device for b in BUFFERS if b[1] != "output")
+        if device.type != "cuda":
+            raise RuntimeError("kernel.py launches a " + DSL + " kernel, which runs on the GPU; the CPU twin is kernel_cpu.cpp")
+        tensors = []
+        for name, role, dtype, _, shape in BUFFERS:
+            dims = [sizes[i] for i in shape]
+            if role == "output":
+                t = torch.empty(dims, dtype=dtype, device=device)
+            else:
+                t = tensor(name)
+                if list(t.shape) != dims:
+                    raise RuntimeError("%s has shape %s; the kernel was written for %s" % (name, list(t.shape), dims))
+                if role == "updated" and not t.is_contiguous():
+                    raise RuntimeError("the kernel writes %s in place, which needs it contiguous" % name)
+                t = t.contiguous()
+            tensors.append(t)
+        rows = 1
+        for i in OUTER_SLOTS:
+            rows *= sizes[i]
+        n = sizes[INNER_SLOT]
+        if rows * max(n, 1) >= 2**31 or any(t.numel() >= 2**31 for t in tensors):
+            raise RuntimeError("the " + DSL + " V0 indexes with 32-bit integers; this call has 2^31 elements or more")
+        if rows > 0 and (n > 0 or SKELETON == "rows"):
+            _launch(tensors, sizes, floats, rows, n)
+        outs = [tensors[b] for _, b in RESULTS]
+        if RETURNS == "tuple":
+            return tuple(outs)
+        if RETURNS == "dict":
+            return {name: t for (name, _), t in zip(RESULTS, outs)}
+        return outs[0]
+
+
+if __name__ == "__main__":
+    # python kernel.py --compile-check OUT_DIR: compile for TARGET without a device; one JSON line.
+    import json
+    import sys
+
+    if len(sys.argv) != 3 or sys.argv[1] != "--compile-check":
+        sys.exit("usage: python kernel.py --compile-check OUT_DIR")
+    print("KWIKI_DSL_CHECK=" + json.dumps(compile_check(sys.argv[2]), sort_keys=True))
+)PY";
+
+}  // namespace
+
+std::string emit_dsl_model(const Kernel& k, const DslDialect& d, const std::string& returns, const std::string& target) {
+  if (k.size_exprs.size() != k.sizes.size()) throw std::logic_error("emit_dsl_model needs fitted size expressions");
+  const Needs needs = find_needs(k);
+  const bool rows = schedule(k) == Skeleton::kRow;
+  std::string src = std::string("# kernel.py: kwiki's V0 in ") + d.name + ", written by its generator from plans/kernel_ir.json (" + skeleton_name(schedule(k)) +
+                    " skeleton).\n# Model(**init_kwargs)(**inputs) returns what reference.Model does; forward only allocates, reshapes and\n"
+                    "# launches the kernel below (torch computes nothing). compile_check() compiles it for " + target + " without a device.\n";
+  src += d.prelude;
+  src += "\n\n# ---- the kernel ----\n\n";
+  src += "KTHREADS = " + std::to_string(kThreads) + "\n\n\n";
+  src += rows ? emit_rows(k, d, needs) : emit_elementwise(k, d, needs);
+  const std::string kname = rows ? "kernel_rows" : "kernel_elementwise";
+  src += "\n\n" + std::string(d.jit_decorator) + "\ndef launch(" + tensor_params(k, d) + scalar_params(k, d) + d.launch_params + "):\n";
+  const std::string call = kname + "(" + tensor_args(k) + scalar_args(k) + ")";
+  const std::string grid = rows ? "rows" : "(rows * N + " + std::to_string(kThreads - 1) + ") // " + std::to_string(kThreads);
+  src += "    " + replace_all(replace_all(replace_all(d.launch_call, "{CALL}", call), "{GRID}", grid), "{BLOCK}", std::to_string(kThreads)) + "\n\n\n";
+  src += recipe(k, returns, target, rows);
+  src += "DSL = " + py_string(d.name) + "\n";
+  src += d.host;
+  src += kModelHost;
+  return src;
+}
+
+}  // namespace kwiki::gen
