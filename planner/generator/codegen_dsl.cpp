@@ -192,6 +192,7 @@ class PyWriter {
       case OpKind::kPointwise: {
         std::vector<std::string> xs;
         for (int x : n.args) xs.push_back(value(x));
+        if (!n.pw->dsl || !*n.pw->dsl) throw std::logic_error(std::string("op ") + n.pw->name + " has no Python spelling for the DSL backends");
         std::string s = n.pw->dsl;
         for (int i = static_cast<int>(xs.size()) - 1; i >= 0; --i) s = replace_all(s, "$" + std::to_string(i), xs[i]);
         expr = round(n.dtype, "kw_cvt(" + s + ", " + ct + ")");
