@@ -123,7 +123,7 @@ bool only_chars(const std::string& s, const char* extra) {
 PlanHeader read_plan_header(const ordered_json& plan, const fs::path& plan_path) {
   PlanHeader h{plan_field(plan, "/pattern/name", plan_path), plan_field(plan, "/target/vendor", plan_path),
                plan_field(plan, "/target/product", plan_path), plan_field(plan, "/target/compile_target", plan_path),
-               plan_field(plan, "/task/dtype", plan_path)};
+               plan_field(plan, "/task/dtype", plan_path), plan_field(plan, "/target/framework", plan_path)};
   const auto refuse = [&](const char* pointer, const std::string& why) { throw Error(ErrorCode::kBadInput, why, plan_path.string(), pointer); };
   if (!only_chars(h.pattern, "_")) refuse("/pattern/name", "the plan's pattern \"" + h.pattern + "\" is not a pattern name");
   if (h.vendor != "nvidia" && h.vendor != "amd") refuse("/target/vendor", "the plan's vendor must be nvidia or amd");
@@ -136,7 +136,6 @@ PlanHeader read_plan_header(const ordered_json& plan, const fs::path& plan_path)
   }
   if (!only_chars(h.dtype, "_")) refuse("/task/dtype", "the plan's dtype \"" + h.dtype + "\" is not a dtype name");
   // Plans written before --framework record cuda/hip here too; any other word is refused.
-  h.framework = plan_field(plan, "/target/framework", plan_path);
   const detail::FrameworkRow* fw = detail::find_framework(h.framework);
   if (!fw || h.vendor != fw->vendor) refuse("/target/framework", "the plan's framework \"" + h.framework + "\" is not one kwiki writes for " + h.vendor);
   return h;

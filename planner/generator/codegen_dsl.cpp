@@ -356,7 +356,7 @@ std::string emit_rows(const Kernel& k, const DslDialect& d, const Needs& needs) 
       w.line(idx + " = kw_cvt(0, " + w.type("Int32") + ")");
     }
     w.open("for c in range(tid, N, " + std::to_string(kThreads) + "):");
-    const std::string x = w.value(n.args[0]);
+    const std::string x = "kw_cvt(" + w.value(n.args[0]) + ", " + acc_t + ")";
     switch (n.reduce) {
       case ReduceKind::kSum: w.line(acc + " = " + acc + " + " + x); break;
       case ReduceKind::kMax: w.line(acc + " = kw_max(" + acc + ", " + x + ")"); break;
@@ -446,7 +446,6 @@ std::string recipe(const Kernel& k, const std::string& returns, const std::strin
   s += "RETURNS = " + py_string(returns) + "  # tensor | tuple | dict\n";
   s += "TARGET = " + py_string(target) + "\n";
   s += "SKELETON = " + py_string(rows_skeleton ? "rows" : "elementwise") + "\n";
-  s += "GRID = " + std::string(rows_skeleton ? "lambda rows, n: rows" : "lambda rows, n: (rows * n + " + std::to_string(kThreads - 1) + ") // " + std::to_string(kThreads)) + "\n";
   return s;
 }
 
