@@ -206,13 +206,22 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     add("accumulation", "fp32 softmax with max subtraction", acc_rec);
   } else if (pattern == "generated") {
     // The generator's kernels: the skeleton follows from the IR (plans/kernel_ir.json).
-    d.template_name = std::string("generated") + (amd ? "_hip" : "_cuda");
-    add("skeleton", "rows with a reduction: one warp (short rows) or one block per row, the row's 16-byte chunks held in registers and the next row "
-                    "loaded while this one is reduced, on a resident grid; rows too long for registers re-read per pass; no reduction: a grid-stride "
-                    "elementwise loop over 16-byte chunks",
-        wiki.ask("row skeleton", "row reduction kernel one block per row registers prefetch next row resident grid " + lang));
-    add("vector width", std::to_string(vec) + " elements (16 bytes) a chunk when every chunked access is aligned and the row length divides; a scalar "
-                        "path otherwise", vec_rec);
+    d.template_name = std::string("generated_") + t.framework;
+    if (fw && !fw->native) {
+      // The DSL backends (planner/generator/codegen_dsl.cpp) write the simpler skeletons, scalar accesses.
+      add("skeleton", std::string("kernel.py in ") + fw->query + ": rows with a reduction: one block of 256 threads per row, each pass striding over the "
+                      "row (re-read), no registers held across passes; no reduction: one thread per element; compiled for " + t.compile_target +
+                      " without a device, run and timed only on the GPU",
+          wiki.ask("DSL skeleton", "compile " + lang + " kernel without a GPU row reduction block per row " + (amd ? "wave64" : "warp shuffle")));
+      add("vector width", "1 element (scalar loads and stores): the 16-byte copy atoms are not yet in the " + lang + " backend", vec_rec);
+    } else {
+      add("skeleton", "rows with a reduction: one warp (short rows) or one block per row, the row's 16-byte chunks held in registers and the next row "
+                      "loaded while this one is reduced, on a resident grid; rows too long for registers re-read per pass; no reduction: a grid-stride "
+                      "elementwise loop over 16-byte chunks",
+          wiki.ask("row skeleton", "row reduction kernel one block per row registers prefetch next row resident grid " + lang));
+      add("vector width", std::to_string(vec) + " elements (16 bytes) a chunk when every chunked access is aligned and the row length divides; a scalar "
+                          "path otherwise", vec_rec);
+    }
     add("numerics", "fp32 arithmetic; every intermediate that torch rounds to bf16/fp16/fp8 is rounded to that grid at the same op (the rounding contract)",
         wiki.ask("rounding contract", "bf16 intermediate rounding matches torch eager elementwise fp32 opmath"));
     add("fp8 casts", "round to nearest even; beyond the format's range NaN, as torch's cast (references clamp first); e4m3fn on CUDA, e4m3fnuz on CDNA3",
