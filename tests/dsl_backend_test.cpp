@@ -84,6 +84,25 @@ TEST(Framework, RecordedAndCheckedAgainstTheVendor) {
   }
 }
 
+// A DSL plan keeps the IR's proof: kernel.py is the DSL kernel, kernel_twin.py the CPU twin's Model,
+// which kwiki baseline --device cpu checks against torch (no DSL needed).
+TEST(Framework, DslPlanStillChecksTheCpuTwin) {
+  TempDir dir;
+  const std::string ws = dir / "ws";
+  const RunResult p = run_kwiki({"plan", "--task", tasks_dir() + "/rms_norm", "--gpu", "H200", "--framework", "cutedsl", "--pattern", "generated",
+                                 "--workspace", ws, "--index", DslEnv::index(), "--json"});
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  const json plan = json::parse(p.out);
+  if (plan["pattern"]["name"] != "generated" && plan["notes"].dump().find("torch") != std::string::npos)
+    GTEST_SKIP() << "no torch here: the generator's proof cannot run (scripts/dev.sh installs python3-torch)";
+  ASSERT_EQ(plan["pattern"]["name"], "generated") << p.out.substr(0, 2000);
+  const RunResult b = run_kwiki({"baseline", "--workspace", ws, "--device", "cpu", "--no-commit", "--json"});
+  ASSERT_EQ(b.exit_code, 0) << b.out.substr(0, 2000) << test::read_text(ws + "/profiles/v0/test_kernel.log").substr(0, 3000);
+  EXPECT_EQ(json::parse(b.out)["status"], "PASS");
+  EXPECT_NE(test::read_text(ws + "/kernel.py").find("@cute.kernel"), std::string::npos);
+  EXPECT_NE(test::read_text(ws + "/kernel_twin.py").find("kwiki_launch"), std::string::npos);
+}
+
 class DslBackend : public ::testing::TestWithParam<std::string> {
  protected:
   /// kwiki plan --pattern generated --framework `framework` for `gpu`, then kwiki baseline: the
