@@ -249,7 +249,10 @@ _COMPILED = {}
 def _dsl_tensor(t):
     from cutlass.cute.runtime import from_dlpack
 
-    return from_dlpack(t.view(-1), assumed_align=t.element_size()).mark_layout_dynamic()
+    t = t.view(-1)
+    if t.dtype == torch.bool:
+        t = t.view(torch.uint8)  # bool tensors travel as uint8 0 / 1 (see BUFFERS)
+    return from_dlpack(t, assumed_align=t.element_size()).mark_layout_dynamic()
 
 
 def _launch(tensors, sizes, floats, rows, n):

@@ -42,6 +42,10 @@ const char* storage_name(DType d) {
   return "Float32";
 }
 
+/// The DSL element type of a tensor of `d`: bool tensors travel as uint8 (0 / 1), since DLPack in
+/// torch before 2.x refuses bool and the DSLs' bool tensors are not byte-addressed alike.
+const char* tensor_name(DType d) { return d == DType::kBool ? "Uint8" : storage_name(d); }
+
 /// The DSL numeric type a value of `d` is computed in (the IR's compute column).
 const char* compute_name(DType d) {
   const std::string c = dtype_row(d).compute;
@@ -180,7 +184,11 @@ class PyWriter {
     const std::string ct = type(compute_name(n.dtype));
     std::string expr;
     switch (n.op) {
-      case OpKind::kLoad: expr = "kw_cvt(b" + std::to_string(n.access.buffer) + "[" + offset(n.access) + "], " + ct + ")"; break;
+      case OpKind::kLoad: {
+        const std::string element = "b" + std::to_string(n.access.buffer) + "[" + offset(n.access) + "]";
+        expr = k_.buffers[n.access.buffer].dtype == DType::kBool ? "(" + element + " != 0)" : "kw_cvt(" + element + ", " + ct + ")";
+        break;
+      }
       case OpKind::kConst: {
         const FloatParam& f = k_.floats[n.fparam];
         expr = "kw_cvt(" + (f.source.empty() && f.fn.empty() ? py_float(f.literal) : "f" + std::to_string(n.fparam)) + ", " + ct + ")";
@@ -288,7 +296,7 @@ void row_coords(const Kernel& k, PyWriter& w) {
 void store(const Kernel& k, PyWriter& w, const Store& s) {
   const Buffer& b = k.buffers[s.access.buffer];
   const std::string v = w.value(s.node);
-  w.line("b" + std::to_string(s.access.buffer) + "[" + w.offset(s.access) + "] = kw_cvt(" + v + ", " + w.type(storage_name(b.dtype)) + ")  # " + b.role +
+  w.line("b" + std::to_string(s.access.buffer) + "[" + w.offset(s.access) + "] = kw_cvt(" + v + ", " + w.type(tensor_name(b.dtype)) + ")  # " + b.role +
          " " + b.name);
 }
 
@@ -424,7 +432,7 @@ std::string recipe(const Kernel& k, const std::string& returns, const std::strin
   for (const auto& b : k.buffers) {
     std::string shape;
     for (std::size_t i = 0; i < b.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(b.shape[i]);
-    s += "    (" + py_string(b.name) + ", " + py_string(b.role) + ", " + torch_dtype(b.dtype) + ", " + py_string(storage_name(b.dtype)) + ", [" + shape + "]),\n";
+    s += "    (" + py_string(b.name) + ", " + py_string(b.role) + ", " + torch_dtype(b.dtype) + ", " + py_string(tensor_name(b.dtype)) + ", [" + shape + "]),\n";
   }
   s += "]\n# Size slots: (\"const\", v) | (\"dims\", tensor, first, last, num, den): prod(shape[first:last]) * num / den | (\"scalar\", source).\nSIZES = [\n";
   for (const auto& e : k.size_exprs) s += "    " + size_expr_py(e) + ",  # " + e.describe() + "\n";

@@ -250,7 +250,10 @@ constexpr const char* kHost = R"PY(
 # ---- FlyDSL host side: launch through the jit function; compile_check without a device ----
 
 def _dsl_tensor(t):
-    return flyc.from_dlpack(t.view(-1)).mark_layout_dynamic(leading_dim=0, divisibility=1)
+    t = t.view(-1)
+    if t.dtype == torch.bool:
+        t = t.view(torch.uint8)  # bool tensors travel as uint8 0 / 1 (see BUFFERS); torch 1.13's DLPack refuses bool
+    return flyc.from_dlpack(t).mark_layout_dynamic(leading_dim=0, divisibility=1)
 
 
 def _launch(tensors, sizes, floats, rows, n):
