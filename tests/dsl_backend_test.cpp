@@ -84,6 +84,25 @@ TEST(Framework, RecordedAndCheckedAgainstTheVendor) {
   }
 }
 
+// A plan is read back from a folder anyone may have written: a framework kwiki does not write for
+// the plan's vendor is refused before anything is generated.
+TEST(Framework, BaselineRefusesAFrameworkOfTheOtherVendor) {
+  TempDir dir;
+  const std::string ws = dir / "ws";
+  ASSERT_EQ(run_kwiki({"plan", "--task", tasks_dir() + "/rms_norm", "--gpu", "H200", "--workspace", ws, "--index", DslEnv::index(), "--no-dry-run", "--json"})
+                .exit_code,
+            0);
+  for (const char* word : {"flydsl", "$(touch pwned)"}) {
+    json plan = json::parse(test::read_text(ws + "/plans/v0_plan.json"));
+    plan["target"]["framework"] = word;
+    test::write_text(ws + "/plans/v0_plan.json", plan.dump(2));
+    const RunResult r = run_kwiki({"baseline", "--workspace", ws, "--no-commit", "--json"});
+    EXPECT_EQ(r.exit_code, 2) << word << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("/target/framework"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(ws + "/kernel.py")) << "nothing is generated from a refused plan";
+  }
+}
+
 // A DSL plan keeps the IR's proof: kernel.py is the DSL kernel, kernel_twin.py the CPU twin's Model,
 // which kwiki baseline --device cpu checks against torch (no DSL needed).
 TEST(Framework, DslPlanStillChecksTheCpuTwin) {
