@@ -10,6 +10,7 @@ constexpr const char* kPrelude = R"PY(
 import inspect
 import math
 import os
+import re
 
 import torch
 import cuda.bindings.driver as cuda  # the stream type of the launcher
@@ -198,6 +199,27 @@ def kw_arg_better(x, cx, a, ca, is_max):
     return kw_where(a != a, kw_and(x != x, lower), kw_or(x != x, kw_or(strictly, kw_and(x == a, lower))))
 
 
+# ---- chunks: W consecutive elements through a copy atom (the vector path) ----
+
+def kw_tiles(t, w):
+    """t (1-D) viewed as tiles of w elements: kw_tile(tiles, i) is elements [i * w, i * w + w)."""
+    return cute.zipped_divide(t, (w,))
+
+
+def kw_tile(tiles, i):
+    return tiles[(None, i)]
+
+
+def kw_fragment(t, w):
+    """w elements of type t in registers."""
+    return cute.make_rmem_tensor((w,), t)
+
+
+def kw_copy(src, dst, t, bits):
+    """One vector copy of bits (16 bytes for the widest type) between global memory and registers."""
+    cute.copy(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), t, num_bits_per_copy=bits), src, dst)
+
+
 # ---- reductions: butterfly shuffles within a warp, then the warps' partials through shared memory ----
 
 def _block_all(x, red, tid, op):
@@ -255,15 +277,14 @@ def _dsl_tensor(t):
     return from_dlpack(t, assumed_align=t.element_size()).mark_layout_dynamic()
 
 
-def _launch(tensors, sizes, floats, rows, n):
-    import cuda.bindings.driver as cuda
-
+def _launch(tensors, sizes, floats, rows, n, vec):
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     args = [_dsl_tensor(t) for t in tensors] + [cutlass.Int32(s) for s in sizes] + [cutlass.Float32(f) for f in floats]
     args += [cutlass.Int32(rows), cutlass.Int32(n), stream]
-    if "launch" not in _COMPILED:
-        _COMPILED["launch"] = cute.compile(launch, *args)
-    _COMPILED["launch"](*args)
+    fn = launch_vec if vec else launch
+    if fn not in _COMPILED:
+        _COMPILED[fn] = cute.compile(fn, *args)
+    _COMPILED[fn](*args)
 
 
 def compile_check(out_dir):
@@ -282,28 +303,34 @@ def compile_check(out_dir):
     for i in OUTER_SLOTS:
         rows *= SAMPLE_SIZES[i]
     args += [cutlass.Int32(rows), cutlass.Int32(SAMPLE_SIZES[INNER_SLOT]), make_fake_stream()]
-    compiled = cute.compile(launch, *args)
-    produced = {}
-    for kind, ext in (("PTX", "ptx"), ("CUBIN", "cubin")):
-        art = getattr(compiled.artifacts, kind, None)
-        if isinstance(art, str) and os.path.isfile(art):
-            with open(art, "rb") as f:
-                art = f.read()
-        if isinstance(art, str):
-            art = art.encode()
-        if not art:
-            raise RuntimeError("CuteDSL produced no %s (set CUTE_DSL_KEEP=ptx,cubin and CUTE_DSL_DUMP_DIR)" % kind)
-        path = os.path.join(out_dir, "kernel.%s.%s" % (TARGET, ext))
-        with open(path, "wb") as f:
-            f.write(art)
-        produced[ext] = (path, art)
-    if (".target " + TARGET).encode() not in produced["ptx"][1]:
-        raise RuntimeError("the PTX is not for " + TARGET)
-    if not produced["cubin"][1].startswith(b"\x7fELF"):
-        raise RuntimeError("the cubin is not an ELF file")
-    return {"framework": "cutedsl", "target": TARGET, "skeleton": SKELETON, "ptx": produced["ptx"][0], "cubin": produced["cubin"][0],
-            "ptx_bytes": len(produced["ptx"][1]), "cubin_bytes": len(produced["cubin"][1]),
-            "kernels": [k for k in compiled.kernel_info]}
+    result = {"framework": "cutedsl", "target": TARGET, "skeleton": SKELETON, "vector_width": VEC_W, "kernels": []}
+    for name, fn in (("scalar", launch), ("vector", globals().get("launch_vec"))):
+        if fn is None:
+            continue
+        compiled = cute.compile(fn, *args)
+        for kind, ext in (("PTX", "ptx"), ("CUBIN", "cubin")):
+            art = getattr(compiled.artifacts, kind, None)
+            if isinstance(art, str) and os.path.isfile(art):
+                with open(art, "rb") as f:
+                    art = f.read()
+            if isinstance(art, str):
+                art = art.encode()
+            if not art:
+                raise RuntimeError("CuteDSL produced no %s (set CUTE_DSL_KEEP=ptx,cubin and CUTE_DSL_DUMP_DIR)" % kind)
+            path = os.path.join(out_dir, "kernel_%s.%s.%s" % (name, TARGET, ext))
+            with open(path, "wb") as f:
+                f.write(art)
+            result["%s_%s" % (name, ext)] = path
+            result["%s_%s_bytes" % (name, ext)] = len(art)
+            if ext == "ptx":
+                if (".target " + TARGET).encode() not in art:
+                    raise RuntimeError("the PTX is not for " + TARGET)
+                # 16-byte (v4 of 32-bit) and narrower vector global accesses the PTX holds.
+                result["%s_vector_accesses" % name] = len(re.findall(rb"(?:ld|st)\.global(?:\.nc)?(?:\.[a-z0-9]+)*\.v[24]", art))
+            elif not art.startswith(b"\x7fELF"):
+                raise RuntimeError("the cubin is not an ELF file")
+        result["kernels"] += list(compiled.kernel_info)
+    return result
 )PY";
 
 }  // namespace
@@ -322,6 +349,7 @@ const DslDialect& cutedsl_dialect() {
       "smem.allocate_tensor({T}, cute.make_layout({N}))",
       ", stream: cuda.CUstream",
       "{CALL}.launch(grid=[{GRID}, 1, 1], block=[{BLOCK}, 1, 1], stream=stream)",
+      "cutlass.range_constexpr",
       kPrelude,
       kHost,
   };

@@ -124,6 +124,41 @@ Needs find_needs(const Kernel& k) {
   return a;
 }
 
+/// The vector path's chunks: elementwise loads and stores along the contiguous inner axis, each
+/// moved W elements at a time through a copy atom (the largest chunk is 16 bytes).
+struct Chunks {
+  std::map<int, int> chunk_of;   ///< load node -> chunk (loads of one access share it)
+  std::vector<int> chunk_node;   ///< chunk -> its first load node
+  std::vector<int> vec_stores;   ///< stores written W at a time
+  int width = 1;                 ///< W; 1: no vector path
+};
+
+Chunks find_chunks(const Kernel& k, const Needs& needs) {
+  Chunks ch;
+  std::map<std::string, int> by_access;
+  int max_bytes = 0;
+  for (int id = 0; id < static_cast<int>(k.nodes.size()); ++id) {
+    const Node& n = k.nodes[id];
+    if (n.op != OpKind::kLoad || !needs.needed.count(id) || needs.guarded.count(id) || n.level != Level::kElem || !is_const(k, n.access.inner, 1))
+      continue;
+    std::string key = std::to_string(n.access.buffer) + "|" + k.size_exprs[n.access.base].describe();
+    for (int s : n.access.outer) key += "|" + k.size_exprs[s].describe();
+    const auto [it, fresh] = by_access.emplace(key, static_cast<int>(ch.chunk_node.size()));
+    ch.chunk_of[id] = it->second;
+    if (fresh) ch.chunk_node.push_back(id);
+    max_bytes = std::max(max_bytes, dtype_row(k.buffers[n.access.buffer].dtype).bytes);
+  }
+  for (std::size_t i = 0; i < k.stores.size(); ++i) {
+    const Store& s = k.stores[i];
+    if (!is_const(k, s.access.inner, 1) || k.nodes[s.node].level != Level::kElem) continue;
+    ch.vec_stores.push_back(static_cast<int>(i));
+    max_bytes = std::max(max_bytes, dtype_row(k.buffers[s.access.buffer].dtype).bytes);
+  }
+  ch.width = max_bytes > 0 ? 16 / max_bytes : 1;
+  if (ch.width < 2) ch = Chunks{};
+  return ch;
+}
+
 /// Writes the IR's nodes as Python statements of the DSL, in nested scopes (loop and branch bodies).
 class PyWriter {
  public:
@@ -134,13 +169,20 @@ class PyWriter {
     const SizeExpr& e = k_.size_exprs[slot];
     return e.kind == SizeExpr::Kind::kConst ? std::to_string(e.value) : "s" + std::to_string(slot);
   }
-  std::string offset(const Access& acc) const {
+  std::string row_offset(const Access& acc) const {
     std::string s = size(acc.base);
     for (std::size_t x = 0; x < acc.outer.size(); ++x)
       if (!is_const(k_, acc.outer[x], 0)) s += " + " + size(acc.outer[x]) + " * o" + std::to_string(x);
+    return s;
+  }
+  std::string offset(const Access& acc) const {
+    std::string s = row_offset(acc);
     if (!is_const(k_, acc.inner, 0)) s += " + " + size(acc.inner) + " * c";
     return s;
   }
+
+  /// On the vector path: a chunked load's element j of its fragment (unset: every load is scalar).
+  std::function<std::string(int)> chunk_value;
 
   void line(const std::string& s) { out_ += indent_ + s + "\n"; }
   void open(const std::string& header) {
@@ -185,7 +227,8 @@ class PyWriter {
     std::string expr;
     switch (n.op) {
       case OpKind::kLoad: {
-        const std::string element = "b" + std::to_string(n.access.buffer) + "[" + offset(n.access) + "]";
+        const std::string element =
+            chunk_value && chunk_value(id).size() ? chunk_value(id) : "b" + std::to_string(n.access.buffer) + "[" + offset(n.access) + "]";
         expr = k_.buffers[n.access.buffer].dtype == DType::kBool ? "(" + element + " != 0)" : "kw_cvt(" + element + ", " + ct + ")";
         break;
       }
@@ -315,31 +358,140 @@ void store_all(const Kernel& k, PyWriter& w, const std::function<bool(const Stor
   w.close();
 }
 
-std::string emit_elementwise(const Kernel& k, const DslDialect& d, const Needs& needs) {
+/// The vector path's pieces around one chunk `ch` of a row: fragments loaded before the element
+/// loop, fragments of the stores written after it.
+struct ChunkIo {
+  const Kernel& k;
+  const DslDialect& d;
+  const Chunks& chunks;
+  std::string type(DType t) const { return std::string(d.types) + tensor_name(t); }
+  std::string bits(DType t) const { return std::to_string(chunks.width * dtype_row(t).bytes * 8); }
+  /// Tiled views of every chunked buffer (W elements a tile), once per kernel.
+  void tiles(PyWriter& w) const {
+    std::set<int> done;
+    const auto tile = [&](int b) {
+      if (done.insert(b).second) w.line("t" + std::to_string(b) + " = kw_tiles(b" + std::to_string(b) + ", " + std::to_string(chunks.width) + ")");
+    };
+    for (int node : chunks.chunk_node) tile(k.nodes[node].access.buffer);
+    for (int si : chunks.vec_stores) tile(k.stores[si].access.buffer);
+  }
+  std::string tile_of(PyWriter& w, const Access& acc) const {
+    return "kw_tile(t" + std::to_string(acc.buffer) + ", (" + w.row_offset(acc) + ") // " + std::to_string(chunks.width) + " + ch)";
+  }
+  void load(PyWriter& w) const {
+    for (std::size_t ci = 0; ci < chunks.chunk_node.size(); ++ci) {
+      const Node& n = k.nodes[chunks.chunk_node[ci]];
+      const DType t = k.buffers[n.access.buffer].dtype;
+      const std::string l = "l" + std::to_string(ci);
+      w.line(l + " = kw_fragment(" + type(t) + ", " + std::to_string(chunks.width) + ")  # " + n.source + ", " + std::to_string(chunks.width) + " elements");
+      w.line("kw_copy(" + tile_of(w, n.access) + ", " + l + ", " + type(t) + ", " + bits(t) + ")");
+    }
+    for (int si : chunks.vec_stores) {
+      const DType t = k.buffers[k.stores[si].access.buffer].dtype;
+      w.line("st" + std::to_string(si) + " = kw_fragment(" + type(t) + ", " + std::to_string(chunks.width) + ")");
+    }
+  }
+  void store(PyWriter& w) const {
+    for (int si : chunks.vec_stores) {
+      const Store& s = k.stores[si];
+      const DType t = k.buffers[s.access.buffer].dtype;
+      w.line("kw_copy(st" + std::to_string(si) + ", " + tile_of(w, s.access) + ", " + type(t) + ", " + bits(t) + ")  # " + k.buffers[s.access.buffer].name);
+    }
+  }
+  bool is_vec_store(const Store& s) const {
+    for (int si : chunks.vec_stores)
+      if (&k.stores[si] == &s) return true;
+    return false;
+  }
+  void set_chunk_values(PyWriter& w) const {
+    w.chunk_value = [this](int id) {
+      const auto it = chunks.chunk_of.find(id);
+      return it == chunks.chunk_of.end() ? std::string() : "l" + std::to_string(it->second) + "[j]";
+    };
+  }
+};
+
+/// Inside the element loop of a chunk: the stores `pick` selects, those of the vector path into
+/// their fragments, the rest scalar (per-row ones under c == 0).
+void store_chunk(const Kernel& k, PyWriter& w, const ChunkIo& io, const std::function<bool(const Store&)>& pick) {
+  for (const auto& s : k.stores)
+    if (pick(s) && io.is_vec_store(s))
+      w.line("st" + std::to_string(&s - k.stores.data()) + "[j] = kw_cvt(" + w.value(s.node) + ", " + io.type(k.buffers[s.access.buffer].dtype) + ")  # " +
+             k.buffers[s.access.buffer].role + " " + k.buffers[s.access.buffer].name);
+  store_all(k, w, [&](const Store& s) { return pick(s) && !io.is_vec_store(s); });
+}
+
+std::string emit_elementwise(const Kernel& k, const DslDialect& d, const Needs& needs, const Chunks& chunks, bool vec) {
   PyWriter w(k, d, needs);
+  const ChunkIo io{k, d, chunks};
+  const std::string wd = std::to_string(chunks.width);
+  std::vector<int> targets;
+  for (const auto& s : k.stores) targets.push_back(s.node);
   w.line("tid = " + std::string(d.thread_index));
   w.line("bid = " + std::string(d.block_index));
   w.line("v = bid * " + std::to_string(kThreads) + " + tid");
-  w.open("if v < rows * N:");
-  w.line("row = v // N");
-  w.line("c = v - row * N");
-  row_coords(k, w);
-  std::vector<int> targets;
-  for (const auto& s : k.stores) targets.push_back(s.node);
-  w.hoist(targets, {});
-  store_all(k, w, [](const Store&) { return true; });
-  w.close();
-  std::string src = "# Elementwise: one thread per element of rows x N (" + std::to_string(kThreads) + " a block), scalar accesses.\n";
-  src += std::string(d.kernel_decorator) + "\ndef kernel_elementwise(" + tensor_params(k, d) + scalar_params(k, d) + "):\n" + w.out();
+  if (!vec) {
+    w.open("if v < rows * N:");
+    w.line("row = v // N");
+    w.line("c = v - row * N");
+    row_coords(k, w);
+    w.hoist(targets, {});
+    store_all(k, w, [](const Store&) { return true; });
+    w.close();
+  } else {
+    io.tiles(w);
+    w.line("nch = N // " + wd + "  # chunks of " + wd + " elements a row");
+    w.open("if v < rows * nch:");
+    w.line("row = v // nch");
+    w.line("ch = v - row * nch");
+    row_coords(k, w);
+    w.hoist(targets, {});
+    io.load(w);
+    io.set_chunk_values(w);
+    w.open("for j in " + std::string(d.unroll) + "(" + wd + "):");
+    w.line("c = ch * " + wd + " + j");
+    store_chunk(k, w, io, [](const Store&) { return true; });
+    w.close();
+    io.store(w);
+    w.close();
+  }
+  const std::string name = vec ? "kernel_elementwise_vec" : "kernel_elementwise";
+  std::string src = vec ? "# Elementwise, vector path: one thread per chunk of " + wd + " elements, moved through copy atoms (16 bytes for the widest type).\n"
+                        : "# Elementwise: one thread per element of rows x N (" + std::to_string(kThreads) + " a block), scalar accesses.\n";
+  src += std::string(d.kernel_decorator) + "\ndef " + name + "(" + tensor_params(k, d) + scalar_params(k, d) + "):\n" + w.out();
   return src;
 }
 
-std::string emit_rows(const Kernel& k, const DslDialect& d, const Needs& needs) {
+std::string emit_rows(const Kernel& k, const DslDialect& d, const Needs& needs, const Chunks& chunks, bool vec) {
   PyWriter w(k, d, needs);
+  const ChunkIo io{k, d, chunks};
+  const std::string wd = std::to_string(chunks.width), threads = std::to_string(kThreads);
   const std::string groups = std::to_string(kThreads / d.group);
+  // A pass over the row: scalar, one element a step; vector, one chunk a step and its elements unrolled.
+  const auto open_pass = [&] {
+    if (!vec) {
+      w.open("for c in range(tid, N, " + threads + "):");
+      return;
+    }
+    w.open("for ch in range(tid, N // " + wd + ", " + threads + "):");
+    io.load(w);
+    w.open("for j in " + std::string(d.unroll) + "(" + wd + "):");
+    w.line("c = ch * " + wd + " + j");
+  };
+  const auto close_pass = [&](bool stores) {
+    if (vec) {
+      w.close();
+      if (stores) io.store(w);
+    }
+    w.close();
+  };
   w.line("tid = " + std::string(d.thread_index));
   w.line("row = " + std::string(d.block_index));
   if (*d.shared_prologue) w.line(d.shared_prologue);
+  if (vec) {
+    io.tiles(w);
+    io.set_chunk_values(w);
+  }
   row_coords(k, w);
   std::set<int> done;
   for (int id : needs.reduces) {
@@ -363,7 +515,7 @@ std::string emit_rows(const Kernel& k, const DslDialect& d, const Needs& needs) 
       w.line("redi" + std::to_string(id) + " = " + replace_all(replace_all(d.shared_array, "{T}", w.type("Int32")), "{N}", groups));
       w.line(idx + " = kw_cvt(0, " + w.type("Int32") + ")");
     }
-    w.open("for c in range(tid, N, " + std::to_string(kThreads) + "):");
+    open_pass();
     const std::string x = "kw_cvt(" + w.value(n.args[0]) + ", " + acc_t + ")";
     switch (n.reduce) {
       case ReduceKind::kSum: w.line(acc + " = " + acc + " + " + x); break;
@@ -376,7 +528,7 @@ std::string emit_rows(const Kernel& k, const DslDialect& d, const Needs& needs) 
         w.line(idx + " = kw_where(take, c, " + idx + ")");
       }
     }
-    w.close();
+    close_pass(false);
     const std::string red = "red" + std::to_string(id);
     switch (n.reduce) {
       case ReduceKind::kSum: w.line(acc + " = kw_block_sum(" + acc + ", " + red + ", tid)"); break;
@@ -403,14 +555,17 @@ std::string emit_rows(const Kernel& k, const DslDialect& d, const Needs& needs) 
     w.close();
   }
   if (elem_stores) {
-    w.open("for c in range(tid, N, " + std::to_string(kThreads) + "):");
-    store_all(k, w, [&](const Store& s) { return !row_level(s); });
-    w.close();
+    open_pass();
+    if (vec) store_chunk(k, w, io, [&](const Store& s) { return !row_level(s); });
+    else store_all(k, w, [&](const Store& s) { return !row_level(s); });
+    close_pass(true);
   }
-  std::string src = "# Rows: one block of " + std::to_string(kThreads) + " threads per row; each pass strides over the row (re-read from L2),\n"
-                    "# each reduction combines within a " + std::string(d.group == 64 ? "wavefront" : "warp") + " by shuffles, then across the " +
-                    groups + " groups through shared memory.\n";
-  src += std::string(d.kernel_decorator) + "\ndef kernel_rows(" + tensor_params(k, d) + scalar_params(k, d) + "):\n" + w.out();
+  const std::string name = vec ? "kernel_rows_vec" : "kernel_rows";
+  std::string src = "# Rows" + std::string(vec ? ", vector path" : "") + ": one block of " + threads + " threads per row; each pass strides over the row " +
+                    (vec ? "in chunks of " + wd + " elements moved through copy atoms" : std::string("one element a step")) + " (re-read from L2),\n" +
+                    "# each reduction combines within a " + std::string(d.group == 64 ? "wavefront" : "warp") + " by shuffles, then across the " + groups +
+                    " groups through shared memory.\n";
+  src += std::string(d.kernel_decorator) + "\ndef " + name + "(" + tensor_params(k, d) + scalar_params(k, d) + "):\n" + w.out();
   return src;
 }
 
@@ -492,6 +647,18 @@ def _eval_float(f, sizes_of, scalar):
     return {"sqrt": math.sqrt(d), "rsqrt": 1 / math.sqrt(d), "recip": 1 / d, "id": d}[f[1]]
 
 
+def _vector_ok(tensors, sizes):
+    """The vector path holds for this call: rows split into whole chunks, every chunk 16-byte aligned."""
+    if VEC_W == 1 or sizes[INNER_SLOT] % VEC_W:
+        return False
+    for b, base, outer in VEC_ACCESSES:
+        if sizes[base] % VEC_W or any(sizes[o] % VEC_W for o in outer):
+            return False
+        if tensors[b].data_ptr() % (VEC_W * tensors[b].element_size()):
+            return False
+    return True
+
+
 class Model(torch.nn.Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -542,7 +709,7 @@ class Model(torch.nn.Module):
         if rows * max(n, 1) >= 2**31 or any(t.numel() >= 2**31 for t in tensors):
             raise RuntimeError("the " + DSL + " V0 indexes with 32-bit integers; this call has 2^31 elements or more")
         if rows > 0 and (n > 0 or SKELETON == "rows"):
-            _launch(tensors, sizes, floats, rows, n)
+            _launch(tensors, sizes, floats, rows, n, _vector_ok(tensors, sizes))
         outs = [tensors[b] for _, b in RESULTS]
         if RETURNS == "tuple":
             return tuple(outs)
@@ -573,13 +740,33 @@ std::string emit_dsl_model(const Kernel& k, const DslDialect& d, const std::stri
   src += d.prelude;
   src += "\n\n# ---- the kernel ----\n\n";
   src += "KTHREADS = " + std::to_string(kThreads) + "\n\n\n";
-  src += rows ? emit_rows(k, d, needs) : emit_elementwise(k, d, needs);
-  const std::string kname = rows ? "kernel_rows" : "kernel_elementwise";
-  src += "\n\n" + std::string(d.jit_decorator) + "\ndef launch(" + tensor_params(k, d) + scalar_params(k, d) + d.launch_params + "):\n";
-  const std::string call = kname + "(" + tensor_args(k) + scalar_args(k) + ")";
-  const std::string grid = rows ? "rows" : "(rows * N + " + std::to_string(kThreads - 1) + ") // " + std::to_string(kThreads);
-  src += "    " + replace_all(replace_all(replace_all(d.launch_call, "{CALL}", call), "{GRID}", grid), "{BLOCK}", std::to_string(kThreads)) + "\n\n\n";
+  const Chunks chunks = find_chunks(k, needs);
+  const auto launcher = [&](bool vec) {
+    const std::string kname = std::string(rows ? "kernel_rows" : "kernel_elementwise") + (vec ? "_vec" : "");
+    std::string out = rows ? emit_rows(k, d, needs, chunks, vec) : emit_elementwise(k, d, needs, chunks, vec);
+    out += "\n\n" + std::string(d.jit_decorator) + "\ndef launch" + (vec ? "_vec" : "") + "(" + tensor_params(k, d) + scalar_params(k, d) + d.launch_params + "):\n";
+    const std::string call = kname + "(" + tensor_args(k) + scalar_args(k) + ")";
+    const std::string per_row = vec ? "(N // " + std::to_string(chunks.width) + ")" : "N";
+    const std::string grid = rows ? "rows" : "(rows * " + per_row + " + " + std::to_string(kThreads - 1) + ") // " + std::to_string(kThreads);
+    out += "    " + replace_all(replace_all(replace_all(d.launch_call, "{CALL}", call), "{GRID}", grid), "{BLOCK}", std::to_string(kThreads)) + "\n\n\n";
+    return out;
+  };
+  src += launcher(false);
+  if (chunks.width > 1) src += launcher(true);
   src += recipe(k, returns, target, rows);
+  // The vector path's preconditions, checked per call by _vector_ok.
+  src += "VEC_W = " + std::to_string(chunks.width) + "  # elements a chunk on the vector path (1: no vector path)\n";
+  src += "VEC_ACCESSES = [  # (buffer, base slot, outer slots): each must start chunks on a multiple of VEC_W\n";
+  std::set<std::string> seen;
+  const auto access = [&](const Access& a) {
+    std::string outer;
+    for (std::size_t i = 0; i < a.outer.size(); ++i) outer += (i ? ", " : "") + std::to_string(a.outer[i]);
+    const std::string row = "    (" + std::to_string(a.buffer) + ", " + std::to_string(a.base) + ", [" + outer + "]),\n";
+    if (seen.insert(row).second) src += row;
+  };
+  for (int node : chunks.chunk_node) access(k.nodes[node].access);
+  for (int si : chunks.vec_stores) access(k.stores[si].access);
+  src += "]\n";
   src += "DSL = " + py_string(d.name) + "\n";
   src += d.host;
   src += kModelHost;

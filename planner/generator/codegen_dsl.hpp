@@ -23,7 +23,9 @@ struct DslDialect {
   const char* shared_array;      ///< expression allocating a shared array: {T} element type, {N} elements
   const char* launch_params;     ///< extra parameters of the jit launcher after the kernel's (a stream)
   const char* launch_call;       ///< kernel launch statement: {CALL} the kernel call, {GRID} grid x, {BLOCK} threads
-  const char* prelude;           ///< imports and the kw_* helpers the op table's Python spellings use
+  const char* unroll;            ///< the DSL's trace-time range (a loop the tracer unrolls): "cutlass.range_constexpr"
+  const char* prelude;           ///< imports and the kw_* helpers the op table's Python spellings use; also the
+                                 ///< chunk helpers kw_tiles(t, W), kw_tile(tiles, i), kw_fragment(T, W), kw_copy(src, dst, T, bits)
   const char* host;              ///< the host side: _launch, compile_check (reads the recipe kernel.py defines)
 };
 

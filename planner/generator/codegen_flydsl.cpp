@@ -7,10 +7,10 @@ namespace kwiki::gen {
 namespace {
 
 constexpr const char* kPrelude = R"PY(
-import glob
 import inspect
 import math
 import os
+import re
 import shutil
 import tempfile
 
@@ -202,6 +202,30 @@ def kw_arg_better(x, cx, a, ca, is_max):
     return kw_where(a != a, kw_and(x != x, lower), kw_or(x != x, kw_or(strictly, kw_and(x == a, lower))))
 
 
+# ---- chunks: W consecutive elements through a copy atom (the vector path) ----
+
+def kw_tiles(t, w):
+    """t (1-D) divided into tiles of w elements: kw_tile(tiles, i) is elements [i * w, i * w + w)."""
+    return fx.logical_divide(t, fx.make_layout(w, 1))
+
+
+def kw_tile(tiles, i):
+    return fx.slice(tiles, (None, i))
+
+
+def kw_fragment(t, w):
+    """w elements of type t in registers."""
+    return fx.memref_alloca(fx.MemRefType.get(t.ir_type, fx.LayoutType.get(w, 1), fx.AddressSpace.Register), fx.make_layout(w, 1))
+
+
+_COPY_OPS = {8: fx.UniversalCopy8b, 16: fx.UniversalCopy16b, 32: fx.UniversalCopy32b, 64: fx.UniversalCopy64b, 128: fx.UniversalCopy128b}
+
+
+def kw_copy(src, dst, t, bits):
+    """One vector copy of bits (16 bytes for the widest type) between global memory and registers."""
+    fx.copy_atom_call(fx.make_copy_atom(_COPY_OPS[bits](), t), src, dst)
+
+
 # ---- reductions: butterfly shuffles within a wavefront, then the wavefronts' partials through LDS ----
 
 def _block_all(x, red, tid, op):
@@ -256,8 +280,8 @@ def _dsl_tensor(t):
     return flyc.from_dlpack(t).mark_layout_dynamic(leading_dim=0, divisibility=1)
 
 
-def _launch(tensors, sizes, floats, rows, n):
-    launch(*[_dsl_tensor(t) for t in tensors], *sizes, *floats, rows, n, stream=torch.cuda.current_stream())
+def _launch(tensors, sizes, floats, rows, n, vec):
+    (launch_vec if vec else launch)(*[_dsl_tensor(t) for t in tensors], *sizes, *floats, rows, n, stream=torch.cuda.current_stream())
 
 
 def _rocm_with_lld():
@@ -291,17 +315,25 @@ def compile_check(out_dir):
     rows = 1
     for i in OUTER_SLOTS:
         rows *= SAMPLE_SIZES[i]
-    flyc.compile(launch, *[_dsl_tensor(t) for t in tensors], *SAMPLE_SIZES, *[0.5 for _ in FLOATS], rows, SAMPLE_SIZES[INNER_SLOT])
-    isa = sorted(glob.glob(os.path.join(out_dir, "**", "*final_isa.s"), recursive=True))
-    if not isa:
-        raise RuntimeError("FlyDSL compiled but left no ISA in " + out_dir)
-    with open(isa[-1]) as f:
-        text = f.read()
-    if "amdgcn-amd-amdhsa--" + TARGET not in text and "amdgcn-amd-amdhsa-unknown-" + TARGET not in text:
-        raise RuntimeError("the ISA is not for " + TARGET)
-    scratch = [line.split()[-1] for line in text.splitlines() if ".private_segment_fixed_size:" in line]
-    return {"framework": "flydsl", "target": TARGET, "skeleton": SKELETON, "isa": isa[-1], "isa_bytes": len(text),
-            "scratch_bytes": [int(s) for s in scratch]}
+    result = {"framework": "flydsl", "target": TARGET, "skeleton": SKELETON, "vector_width": VEC_W, "scratch_bytes": []}
+    for name, fn in (("scalar", launch), ("vector", globals().get("launch_vec"))):
+        if fn is None:
+            continue
+        flyc.compile(fn, *[_dsl_tensor(t) for t in tensors], *SAMPLE_SIZES, *[0.5 for _ in FLOATS], rows, SAMPLE_SIZES[INNER_SLOT])
+        kernel = "kernel_%s%s_0" % ("rows" if SKELETON == "rows" else "elementwise", "_vec" if name == "vector" else "")
+        isa = os.path.join(out_dir, kernel, "22_final_isa.s")
+        if not os.path.isfile(isa):
+            raise RuntimeError("FlyDSL compiled but left no ISA at " + isa)
+        with open(isa) as f:
+            text = f.read()
+        if "amdgcn-amd-amdhsa--" + TARGET not in text and "amdgcn-amd-amdhsa-unknown-" + TARGET not in text:
+            raise RuntimeError("the ISA is not for " + TARGET)
+        result[name + "_isa"] = isa
+        result[name + "_isa_bytes"] = len(text)
+        # 16-byte (dwordx4) and 8-byte (dwordx2) global / buffer accesses the ISA holds.
+        result[name + "_vector_accesses"] = len(re.findall(r"(?:global|buffer)_(?:load|store)_dwordx[24]", text))
+        result["scratch_bytes"] += [int(line.split()[-1]) for line in text.splitlines() if ".private_segment_fixed_size:" in line]
+    return result
 )PY";
 
 }  // namespace
@@ -320,6 +352,7 @@ const DslDialect& flydsl_dialect() {
       "smem.allocate(fx.Array[{T}, {N}]).peek()",
       ", stream: fx.Stream = fx.Stream(None)",
       "{CALL}.launch(grid=({GRID}, 1, 1), block=({BLOCK}, 1, 1), stream=stream)",
+      "fx.range_constexpr",
       kPrelude,
       kHost,
   };
