@@ -57,6 +57,8 @@ def kw_round_e4m3fnuz(x):
 
 def kw_where(c, a, b):
     t = type(a) if isinstance(a, cutlass.Numeric) else type(b) if isinstance(b, cutlass.Numeric) else cutlass.Float32
+    if isinstance(c, bool):  # decided while tracing (a comparison of Python numbers)
+        return kw_cvt(a if c else b, t)
     return t(cutlass.select_(c, kw_cvt(a, t), kw_cvt(b, t)))
 
 

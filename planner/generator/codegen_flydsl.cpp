@@ -59,6 +59,8 @@ def kw_round_e4m3fnuz(x):
 
 def kw_where(c, a, b):
     t = type(a) if isinstance(a, fx.Numeric) else type(b) if isinstance(b, fx.Numeric) else fx.Float32
+    if isinstance(c, bool):  # decided while tracing (a comparison of Python numbers)
+        return kw_cvt(a if c else b, t)
     return kw_cvt(c, fx.Boolean).select(kw_cvt(a, t), kw_cvt(b, t))
 
 
