@@ -210,10 +210,11 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     if (fw && !fw->native) {
       // The DSL backends (planner/generator/codegen_dsl.cpp) write the simpler skeletons, scalar accesses.
       add("skeleton", std::string("kernel.py in ") + fw->query + ": rows with a reduction: one block of 256 threads per row, each pass striding over the "
-                      "row (re-read), no registers held across passes; no reduction: one thread per element; compiled for " + t.compile_target +
+                      "row (re-read), no registers held across passes; no reduction: one thread per element or chunk; compiled for " + t.compile_target +
                       " without a device, run and timed only on the GPU",
           wiki.ask("DSL skeleton", "compile a " + lang + " kernel for " + t.compile_target + " without a GPU"));
-      add("vector width", "1 element (scalar loads and stores): the 16-byte copy atoms are not yet in the " + lang + " backend", vec_rec);
+      add("vector width", "chunks of 16 bytes for the widest type through " + lang + " copy atoms when every row splits into whole, aligned chunks "
+                          "(checked per call); scalar loads and stores otherwise", vec_rec);
     } else {
       add("skeleton", "rows with a reduction: one warp (short rows) or one block per row, the row's 16-byte chunks held in registers and the next row "
                       "loaded while this one is reduced, on a resident grid; rows too long for registers re-read per pass; no reduction: a grid-stride "
