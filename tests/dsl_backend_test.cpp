@@ -174,8 +174,9 @@ TEST_P(DslBackend, FlyDslCompilesForGfx942) {
   const json& check = e["dsl_check"];
   EXPECT_EQ(check.value("target", ""), "gfx942") << e.dump();
   EXPECT_GT(check.value("scalar_isa_bytes", 0), 0) << e.dump();
-  if (check.value("vector_width", 1) > 1)
+  if (check.value("vector_width", 1) > 1) {
     EXPECT_GT(check.value("vector_vector_accesses", 0), 0) << "no dwordx2/x4 global accesses in the vector kernel: " << e.dump();
+  }
   for (const auto& s : check.value("scratch_bytes", json::array())) EXPECT_EQ(s.get<int>(), 0) << "scratch: " << e.dump();
   EXPECT_NE(test::read_text(ws_ + "/kernel.py").find("@flyc.kernel"), std::string::npos);
 }
