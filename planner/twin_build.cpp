@@ -79,7 +79,10 @@ TwinLibrary build_source_library(const std::string& source, const std::string& n
     lib.error = "no C++ compiler (set CXX, or install g++) to build the generated CPU kernel";
     return lib;
   }
-  const std::string key = run_process({.argv = {lib.compiler, "--version"}, .timeout_seconds = 60}).out + "\x1f" + source;
+  ProcessSpec version;
+  version.argv = {lib.compiler, "--version"};
+  version.timeout_seconds = 60;
+  const std::string key = run_process(version).out + "\x1f" + source;
   const fs::path dir = fs::path(cache_root()) / "generated" / hash64_hex(key);
   lib.path = (dir / ("lib" + name + ".so")).string();
   std::error_code ec;
@@ -94,8 +97,10 @@ TwinLibrary build_source_library(const std::string& source, const std::string& n
   std::string tmp = (dir / (".lib" + name + ".so.kwiki-tmp-XXXXXX")).string();
   const int fd = ::mkstemp(tmp.data());
   if (fd >= 0) ::close(fd);
-  const ProcessResult build =
-      run_process({.argv = {lib.compiler, "-std=c++17", "-O2", "-shared", "-fPIC", "-o", tmp, (dir / (name + ".cpp")).string()}, .timeout_seconds = 300});
+  ProcessSpec compile;
+  compile.argv = {lib.compiler, "-std=c++17", "-O2", "-shared", "-fPIC", "-o", tmp, (dir / (name + ".cpp")).string()};
+  compile.timeout_seconds = 300;
+  const ProcessResult build = run_process(compile);
   if (!build.ok() || ::rename(tmp.c_str(), lib.path.c_str()) != 0) {
     ::unlink(tmp.c_str());
     lib.error = lib.compiler + " could not build the generated CPU kernel: " + (build.started ? build.out.substr(0, 600) : build.error);

@@ -7,6 +7,7 @@
 
 #include "kwiki/error.hpp"
 #include "kwiki/planner.hpp"
+#include "generator/kernel_ir.hpp"
 #include "row_reduction.hpp"
 #include "test_support.hpp"
 
@@ -452,6 +453,44 @@ TEST_F(PlanCli, PlanSaysWhereTheDryRunWasSkipped) {
   // Without a run there is no proof, so no family is claimed.
   EXPECT_EQ(j["pattern"]["name"], "unknown");
   EXPECT_NE(j["notes"].dump().find("unproven"), std::string::npos);
+}
+
+
+// The kernel IR's gathers: a load scaled by an index operand survives the JSON round trip, and a
+// gather without its stride slot, an index on a store, or a second factor without its dims is refused.
+TEST(KernelIr, GatherAndTwoTensorSizesRoundTripAndMalformedOnesAreRefused) {
+  const nlohmann::json ir = nlohmann::json::parse(R"({
+    "schema": "kwiki-kernel-ir-1", "outer": [0], "inner": 1, "sizes": [4, 64, 0, 1, 0, 0, 1, 64, 256],
+    "size_exprs": [{"tensor": "ids", "dims": [0, 1], "num": 1, "den": 1}, {"tensor": "param:w", "dims": [-1, 0], "num": 1, "den": 1},
+                   {"const": 0}, {"const": 1}, {"const": 0}, {"const": 0}, {"const": 1},
+                   {"tensor": "param:w", "dims": [-1, 0], "num": 1, "den": 1},
+                   {"tensor": "ids", "dims": [0, 1], "num": 1, "den": 1, "tensor2": "param:w", "dims2": [-1, 0]}],
+    "floats": [],
+    "buffers": [{"name": "out:out", "role": "output", "dtype": "bf16", "shape": [0, 1]},
+                {"name": "ids", "role": "input", "dtype": "int64", "shape": [0]},
+                {"name": "param:w", "role": "param", "dtype": "bf16", "shape": [8, 1]}],
+    "nodes": [{"op": "load", "dtype": "int64", "level": "row", "args": [], "access": {"buffer": 1, "base": 2, "outer": [3], "inner": 4}},
+              {"op": "load", "dtype": "bf16", "level": "elem", "args": [0], "access": {"buffer": 2, "base": 5, "outer": [2], "inner": 6, "index": 7}}],
+    "stores": [{"node": 1, "access": {"buffer": 0, "base": 2, "outer": [7], "inner": 6}}],
+    "results": [{"name": "out", "buffer": 0}]})");
+  const gen::Kernel k = gen::Kernel::from_json(ir);
+  ASSERT_EQ(k.nodes[1].access.index, 7);
+  EXPECT_EQ(k.size_exprs[8].tensor2, "param:w");
+  EXPECT_EQ(k.size_exprs[8].describe(), "ids.shape[0:1]*param:w.shape[-1:0]");
+  const gen::Kernel again = gen::Kernel::from_json(nlohmann::json::parse(k.to_json().dump()));
+  EXPECT_EQ(again.to_json().dump(), k.to_json().dump());
+  nlohmann::json no_slot = ir;
+  no_slot["nodes"][1]["access"].erase("index");
+  EXPECT_THROW(gen::Kernel::from_json(no_slot), std::runtime_error);  // an operand on a plain load
+  nlohmann::json bad_slot = ir;
+  bad_slot["nodes"][1]["access"]["index"] = 99;
+  EXPECT_THROW(gen::Kernel::from_json(bad_slot), std::runtime_error);
+  nlohmann::json store_index = ir;
+  store_index["stores"][0]["access"]["index"] = 7;
+  EXPECT_THROW(gen::Kernel::from_json(store_index), std::runtime_error);
+  nlohmann::json half = ir;
+  half["size_exprs"][8].erase("dims2");
+  EXPECT_THROW(gen::Kernel::from_json(half), std::runtime_error);
 }
 
 }  // namespace

@@ -437,7 +437,7 @@ constexpr long long kMaxGrid = 1ll << 20;
 /// Most W-element accesses a thread keeps in registers: twice kRowRegElems elements on the
 /// vector path, for templates that ask for more accesses a thread (kMinVpt; fewer threads a
 /// row, more rows a multiprocessor), at half the block (row_block_bound); the scalar fallback
-/// (rows that do not start 16-byte aligned) keeps 4 (4096 a row) and leaves longer rows to the
+/// (rows that do not start 16-byte aligned) keeps 4 (2048 a row) and leaves longer rows to the
 /// looping kernel, whose re-read hits L2: at 8 or 16 scalars a thread ptxas trades a few bytes
 /// of spills for 32 registers.
 template <int W>
@@ -446,8 +446,13 @@ __host__ __device__ constexpr int max_vpt() {
 }
 /// The launch bound of a row kernel that keeps VPT accesses of W elements a thread (this row
 /// and the next): 1024 threads up to kRowRegElems elements, else 512, which leaves ptxas 128
-/// registers a thread (at 1024 it had 64 and spilled 100-150 bytes at 32 elements).
-__host__ __device__ constexpr int row_block_bound(int W, int VPT) { return VPT * W > kRowRegElems ? kMaxBlock / 2 : kMaxBlock; }
+/// registers a thread (at 1024 it had 64 and spilled 100-150 bytes at 32 elements). The scalar
+/// fallback (W = 1) takes 512 too: at 1024 ptxas held a generated layer norm (x, weight and bias
+/// as inputs, VPT 4) to 32 registers and spilled 20 bytes; at 512 it used 40 and spilled none.
+/// VPT 0 is the looping kernel, launched with kMaxBlock threads.
+__host__ __device__ constexpr int row_block_bound(int W, int VPT) {
+  return VPT > 0 && (VPT * W > kRowRegElems || W == 1) ? kMaxBlock / 2 : kMaxBlock;
+}
 
 /// How a row kernel is launched. vpt: accesses (of W elements) per thread in registers;
 /// 0 means the row does not fit in registers and the loop kernel re-reads it (from L2).

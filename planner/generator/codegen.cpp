@@ -59,6 +59,11 @@ struct Analysis {
   std::set<int> needed, guarded;
   std::map<int, int> chunk_of;  ///< load node -> chunk index (loads of one access share a chunk)
   std::vector<int> chunk_node;  ///< chunk index -> its first load node
+  /// Interleaved loads (x[..., 0::2] beside x[..., 1::2]): one chunk of W * stride elements holds
+  /// every lane, and each load picks its own. stride 1 is a plain chunk.
+  std::vector<int> chunk_stride;
+  std::vector<long long> chunk_base;  ///< a strided chunk's first element in its row (its lane-0 base); unused at stride 1
+  std::map<int, int> lane_of;         ///< load node -> its lane in a strided chunk (0 at stride 1)
   std::vector<int> reduces;     ///< reduce nodes in order
   std::vector<bool> row_varying;  ///< chunk index -> its access moves with the row (else: the same for every row, a weight)
   std::vector<int> kept;        ///< elementwise values one pass computes and a later pass reads again (kept in registers when they fit)
@@ -88,24 +93,61 @@ Analysis analyse(const Kernel& k) {
   for (const auto& s : k.stores) walk(s.node, false);
   for (int id : a.needed)
     if (!unguarded.count(id)) a.guarded.insert(id);
-  std::map<std::string, int> by_access;
+  // Chunk candidates: unit-stride loads, and loads of stride 2 or 4 from a constant base, which
+  // share one chunk with the other lanes of their span only when every lane is read (else the
+  // span would read elements the reference never touches, past the end of a row or buffer).
+  struct Candidate {
+    int id, stride, lane;
+    long long base;
+  };
+  std::map<std::string, std::vector<Candidate>> groups;
+  std::vector<std::string> order;
   for (int id = 0; id < static_cast<int>(k.nodes.size()); ++id) {
     const Node& n = k.nodes[id];
     if (n.op == OpKind::kReduce && a.needed.count(id)) a.reduces.push_back(id);
-    if (n.op != OpKind::kLoad || !a.needed.count(id) || a.guarded.count(id) || n.level != Level::kElem || !is_const(k, n.access.inner, 1))
-      continue;
-    std::string key = std::to_string(n.access.buffer) + "|" + k.size_exprs[n.access.base].describe();
-    for (int s : n.access.outer) key += "|" + k.size_exprs[s].describe();
-    const auto it = by_access.find(key);
-    if (it != by_access.end()) {
-      a.chunk_of[id] = it->second;
+    if (n.op != OpKind::kLoad || !a.needed.count(id) || a.guarded.count(id) || n.level != Level::kElem) continue;
+    const SizeExpr& inner = k.size_exprs[n.access.inner];
+    const SizeExpr& base = k.size_exprs[n.access.base];
+    Candidate c{id, 1, 0, 0};
+    std::string key = std::to_string(n.access.buffer);
+    // A gathered row (an embedding row, a cache row by position) is a chunk when its index is the
+    // same for the whole row; an index per element is a scalar load.
+    if (n.access.index >= 0) {
+      if (k.nodes[n.args[0]].level == Level::kElem) continue;
+      key += "|i" + std::to_string(n.args[0]) + "*" + k.size_exprs[n.access.index].describe();
+    }
+    if (is_const(k, n.access.inner, 1)) {
+      key += "|" + base.describe();
+    } else if (inner.kind == SizeExpr::Kind::kConst && (inner.value == 2 || inner.value == 4) && base.kind == SizeExpr::Kind::kConst && base.value >= 0) {
+      c.stride = static_cast<int>(inner.value);
+      c.lane = static_cast<int>(base.value % inner.value);
+      c.base = base.value - c.lane;
+      key += "|s" + std::to_string(c.stride) + "|" + std::to_string(c.base);
     } else {
-      by_access[key] = static_cast<int>(a.chunk_node.size());
-      a.chunk_of[id] = static_cast<int>(a.chunk_node.size());
-      a.chunk_node.push_back(id);
-      bool varies = false;
-      for (int o : n.access.outer) varies = varies || !is_const(k, o, 0);
-      a.row_varying.push_back(varies);
+      continue;
+    }
+    for (int s : n.access.outer) key += "|" + k.size_exprs[s].describe();
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].push_back(c);
+  }
+  for (const auto& key : order) {
+    const auto& g = groups[key];
+    if (g.front().stride > 1) {
+      std::set<int> lanes;
+      for (const auto& c : g) lanes.insert(c.lane);
+      if (static_cast<int>(lanes.size()) != g.front().stride) continue;
+    }
+    const int ci = static_cast<int>(a.chunk_node.size());
+    a.chunk_node.push_back(g.front().id);
+    a.chunk_stride.push_back(g.front().stride);
+    a.chunk_base.push_back(g.front().base);
+    const Node& first = k.nodes[g.front().id];
+    bool varies = first.access.index >= 0 && k.nodes[first.args[0]].level == Level::kRow;
+    for (int o : first.access.outer) varies = varies || !is_const(k, o, 0);
+    a.row_varying.push_back(varies);
+    for (const auto& c : g) {
+      a.chunk_of[c.id] = ci;
+      a.lane_of[c.id] = c.lane;
     }
   }
   // Passes: one per reduction, then the stores. A computed elementwise value two passes need is
@@ -170,8 +212,8 @@ class Writer {
     if (f.source.empty() && f.fn.empty()) return float_literal(f.literal);
     return "a.f[" + std::to_string(i) + "]";
   }
-  std::string row_offset(const Access& acc) const {
-    std::string s = size(acc.base);
+  std::string row_offset(const Access& acc, const std::string& base = "") const {
+    std::string s = base.empty() ? size(acc.base) : base;
     for (std::size_t x = 0; x < acc.outer.size(); ++x)
       if (!is_const(k_, acc.outer[x], 0)) s += " + " + size(acc.outer[x]) + " * o" + std::to_string(x);
     return s;
@@ -182,6 +224,11 @@ class Writer {
     return "(" + s + ")";
   }
   std::string buf(int b) const { return "a.b" + std::to_string(b); }
+  /// A gather's run-time term: its index value times the indexed dimension's stride ("" for none).
+  std::string index_term(const Node& n) {
+    if (n.access.index < 0) return "";
+    return " + " + size(n.access.index) + " * static_cast<long long>(" + value(n.args[0]) + ")";
+  }
 
   void push() { scopes_.emplace_back(); }
   void pop() { scopes_.pop_back(); }
@@ -253,7 +300,7 @@ class Writer {
     switch (n.op) {
       case OpKind::kLoad:
         if (chunk_value && an_.chunk_of.count(id)) expr = chunk_value(id);
-        else expr = "kw_to_c(" + buf(n.access.buffer) + "[" + offset(n.access) + "])";
+        else expr = "kw_to_c(" + buf(n.access.buffer) + "[" + offset(n.access) + index_term(n) + "])";
         break;
       case OpKind::kConst: expr = "static_cast<" + ct + ">(" + fparam(n.fparam) + ")"; break;
       case OpKind::kSize: expr = "static_cast<" + ct + ">(" + size(n.slot) + ")"; break;
@@ -475,6 +522,24 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
   const int vw = vector_width(k, an);
   Writer probe(k, backend, an);
 
+  // A chunk's type, where its span starts, and how a load picks its element j from it.
+  const auto chunk_type = [&](std::size_t ci) {
+    const int st = an.chunk_stride[ci];
+    return "kw_chunk<" + storage_type(k.buffers[k.nodes[an.chunk_node[ci]].access.buffer].dtype, backend) + ", W" +
+           (st > 1 ? " * " + std::to_string(st) + ", W == 1" : std::string()) + ">";
+  };
+  const auto chunk_ptr = [&](Writer& w, std::size_t ci, const std::string& chunk_var) {
+    const Node& n = k.nodes[an.chunk_node[ci]];
+    const Access& acc = n.access;
+    const int st = an.chunk_stride[ci];
+    const std::string off = (st > 1 ? w.row_offset(acc, std::to_string(an.chunk_base[ci]) + "LL") : w.row_offset(acc)) + w.index_term(n);
+    return w.buf(acc.buffer) + " + (" + off + ") + static_cast<long long>(" + chunk_var + ") * W" + (st > 1 ? " * " + std::to_string(st) : std::string());
+  };
+  const auto pick = [&](int id) {
+    const int ci = an.chunk_of.at(id), st = an.chunk_stride[ci];
+    return st > 1 ? ".get(j * " + std::to_string(st) + " + " + std::to_string(an.lane_of.at(id)) + ")" : std::string(".get(j)");
+  };
+
   // Fast math when every result is stored as bf16 or fp16 (the prelude's kw_exp, kw_tanh, kw_div).
   bool narrow = !k.stores.empty();
   for (const auto& st : k.stores) {
@@ -529,18 +594,15 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
   // Chunk declarations and loads for the loop kernels (re-read variant and elementwise).
   const auto chunk_loads = [&](Writer& w, const std::string& chunk_var) {
     for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
-      const Node& n = k.nodes[an.chunk_node[ci]];
-      const std::string t = storage_type(k.buffers[n.access.buffer].dtype, backend);
-      w.line("kw_chunk<" + t + ", W> l" + std::to_string(ci) + ";");
-      w.line("l" + std::to_string(ci) + ".load(" + w.buf(n.access.buffer) + " + (" + w.row_offset(n.access) + ") + static_cast<long long>(" + chunk_var +
-             ") * W);");
+      w.line(chunk_type(ci) + " l" + std::to_string(ci) + ";");
+      w.line("l" + std::to_string(ci) + ".load(" + chunk_ptr(w, ci, chunk_var) + ");");
     }
   };
 
   if (sk == Skeleton::kElementwise) {
     Writer w(k, backend, an);
     w.indent = "    ";
-    w.chunk_value = [&](int id) { return "l" + std::to_string(an.chunk_of.at(id)) + ".get(j)"; };
+    w.chunk_value = [&](int id) { return "l" + std::to_string(an.chunk_of.at(id)) + pick(id); };
     w.line("const long long row = static_cast<long long>(v / nacc);");
     w.line("const long long chunk = static_cast<long long>(v - static_cast<IdxT>(row) * nacc);");
     w.out() += row_coords(k, w, "    ");
@@ -570,11 +632,11 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
       if (registers) {
         w.chunk_value = [&](int id) {
           const int ci = an.chunk_of.at(id);
-          return (an.row_varying[ci] ? "s.l" + std::to_string(ci) + "[i]" : "l" + std::to_string(ci)) + ".get(j)";
+          return (an.row_varying[ci] ? "s.l" + std::to_string(ci) + "[i]" : "l" + std::to_string(ci)) + pick(id);
         };
         for (int id : an.kept) w.keep_state[id] = 0;
       } else {
-        w.chunk_value = [&](int id) { return "l" + std::to_string(an.chunk_of.at(id)) + ".get(j)"; };
+        w.chunk_value = [&](int id) { return "l" + std::to_string(an.chunk_of.at(id)) + pick(id); };
       }
       w.out() += row_coords(k, w, "      ");
       if (registers && !an.kept.empty()) {
@@ -599,9 +661,8 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
           // Chunks every row reads alike (weights) are loaded where used, not held per row.
           for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
             if (an.row_varying[ci]) continue;
-            const Node& ln = k.nodes[an.chunk_node[ci]];
-            w.line("kw_chunk<" + storage_type(k.buffers[ln.access.buffer].dtype, backend) + ", W> l" + std::to_string(ci) + ";");
-            w.line("l" + std::to_string(ci) + ".load(" + w.buf(ln.access.buffer) + " + (" + w.row_offset(ln.access) + ") + static_cast<long long>(chunk) * W);");
+            w.line(chunk_type(ci) + " l" + std::to_string(ci) + ";");
+            w.line("l" + std::to_string(ci) + ".load(" + chunk_ptr(w, ci, "chunk") + ");");
           }
         } else {
           chunk_loads(w, "chunk");
@@ -677,7 +738,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     src += "/// Rows: one row per warp (short rows) or per block; with VPT > 0 this thread's chunks of the row are\n"
            "/// held in registers and the next row's are loaded while this one is reduced (a resident grid strides\n"
            "/// over the rows); with VPT = 0 (rows too long for registers) each pass re-reads the row (from L2).\n";
-    src += "template <int W, int VPT, bool kWarpRow>\nKWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT > 0 ? VPT : 1)) kernel_rows(const Args a) {\n";
+    src += "template <int W, int VPT, bool kWarpRow>\nKWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT)) kernel_rows(const Args a) {\n";
     src += "  using G = kwiki::RowGroup<kWarpRow>;\n  const int r = G::rank();\n  const int gs = G::size();\n";
     src += "  const long long rows = " + rows_expr(k, probe) + ";\n  const int nacc = static_cast<int>(" + probe.size(k.inner) + " / W);\n";
     src += "  if constexpr (VPT > 0) {\n    struct Slice {\n";
@@ -685,7 +746,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
       if (!an.row_varying[ci]) continue;
       any_slice = true;
-      src += "      kw_chunk<" + storage_type(k.buffers[k.nodes[an.chunk_node[ci]].access.buffer].dtype, backend) + ", W> l" + std::to_string(ci) + "[VPT];\n";
+      src += "      " + chunk_type(ci) + " l" + std::to_string(ci) + "[VPT];\n";
     }
     if (!any_slice) src += "      int unused;\n";
     src += "    };\n    kwiki::for_each_row_prefetched<G, Slice>(\n        rows,\n        [&](long long row, Slice& s) {\n";
@@ -699,8 +760,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
       w.line("  if (chunk < nacc) {");
       for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
         if (!an.row_varying[ci]) continue;
-        const Node& n = k.nodes[an.chunk_node[ci]];
-        w.line("    s.l" + std::to_string(ci) + "[i].load(" + w.buf(n.access.buffer) + " + (" + w.row_offset(n.access) + ") + static_cast<long long>(chunk) * W);");
+        w.line("    s.l" + std::to_string(ci) + "[i].load(" + chunk_ptr(w, ci, "chunk") + ");");
       }
       w.line("  }");
       w.line("}");
@@ -736,15 +796,24 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
   src += "  const kwiki_stream_t st = static_cast<kwiki_stream_t>(stream);\n";
   src += "  constexpr int kW = " + std::to_string(vw) + ";\n";
   std::string cond = "kW > 1 && N % kW == 0";
-  const auto aligned = [&](const Access& acc) {
+  // A chunk of W * stride elements starts on its own size (up to 16 bytes): the buffer aligned so,
+  // and every offset term a multiple of that many elements (of kW at least).
+  const auto aligned = [&](const Access& acc, int stride, const std::string& base) {
     const int bytes = dtype_row(k.buffers[acc.buffer].dtype).bytes;
-    std::string c = " && kwgen::chunk_aligned(a.b" + std::to_string(acc.buffer) + ", " + std::to_string(std::min(16, vw * bytes)) + ")";
-    c += " && (" + probe.size(acc.base) + ") % kW == 0";
-    for (int o : acc.outer) c += " && (" + probe.size(o) + ") % kW == 0";
+    const int align = std::min(16, vw * stride * bytes);
+    const std::string m = std::to_string(std::max(vw, align / bytes));
+    std::string c = " && kwgen::chunk_aligned(a.b" + std::to_string(acc.buffer) + ", " + std::to_string(align) + ")";
+    c += " && (" + base + ") % " + m + " == 0";
+    for (int o : acc.outer) c += " && (" + probe.size(o) + ") % " + m + " == 0";
+    if (acc.index >= 0) c += " && (" + probe.size(acc.index) + ") % " + m + " == 0";
     return c;
   };
-  for (int node : an.chunk_node) cond += aligned(k.nodes[node].access);
-  for (int si : vec_stores) cond += aligned(k.stores[si].access);
+  for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
+    const Access& acc = k.nodes[an.chunk_node[ci]].access;
+    const int st = an.chunk_stride[ci];
+    cond += aligned(acc, st, st > 1 ? std::to_string(an.chunk_base[ci]) + "LL" : probe.size(acc.base));
+  }
+  for (int si : vec_stores) cond += aligned(k.stores[si].access, 1, probe.size(k.stores[si].access.base));
   src += "  if (" + cond + ") return kwgen::launch<kW>(a, rows, N, st);\n";
   src += "  return kwgen::launch<1>(a, rows, N, st);\n}\n";
   return src;

@@ -139,7 +139,9 @@ Chunks find_chunks(const Kernel& k, const Needs& needs) {
   int max_bytes = 0;
   for (int id = 0; id < static_cast<int>(k.nodes.size()); ++id) {
     const Node& n = k.nodes[id];
-    if (n.op != OpKind::kLoad || !needs.needed.count(id) || needs.guarded.count(id) || n.level != Level::kElem || !is_const(k, n.access.inner, 1))
+    // Gathered loads stay scalar here (the CUDA/HIP backends chunk a row-level index; not yet this one).
+    if (n.op != OpKind::kLoad || !needs.needed.count(id) || needs.guarded.count(id) || n.level != Level::kElem || !is_const(k, n.access.inner, 1) ||
+        n.access.index >= 0)
       continue;
     std::string key = std::to_string(n.access.buffer) + "|" + k.size_exprs[n.access.base].describe();
     for (int s : n.access.outer) key += "|" + k.size_exprs[s].describe();
@@ -227,8 +229,11 @@ class PyWriter {
     std::string expr;
     switch (n.op) {
       case OpKind::kLoad: {
+        // A gather (index_select, embedding, gather) adds its index value times the indexed dimension's stride.
+        const std::string gather =
+            n.access.index < 0 ? "" : " + " + size(n.access.index) + " * kw_cvt(" + value(n.args[0]) + ", " + type("Int32") + ")";
         const std::string element =
-            chunk_value && chunk_value(id).size() ? chunk_value(id) : "b" + std::to_string(n.access.buffer) + "[" + offset(n.access) + "]";
+            chunk_value && chunk_value(id).size() ? chunk_value(id) : "b" + std::to_string(n.access.buffer) + "[" + offset(n.access) + gather + "]";
         expr = k_.buffers[n.access.buffer].dtype == DType::kBool ? "(" + element + " != 0)" : "kw_cvt(" + element + ", " + ct + ")";
         break;
       }
@@ -573,9 +578,12 @@ std::string size_expr_py(const SizeExpr& e) {
   switch (e.kind) {
     case SizeExpr::Kind::kConst: return "(\"const\", " + std::to_string(e.value) + ")";
     case SizeExpr::Kind::kScalar: return "(\"scalar\", " + py_string(e.scalar) + ")";
-    case SizeExpr::Kind::kDims:
-      return "(\"dims\", " + py_string(e.tensor) + ", " + std::to_string(e.first) + ", " + std::to_string(e.last) + ", " + std::to_string(e.num) + ", " +
-             std::to_string(e.den) + ")";
+    case SizeExpr::Kind::kDims: {
+      std::string s = "(\"dims\", " + py_string(e.tensor) + ", " + std::to_string(e.first) + ", " + std::to_string(e.last) + ", " + std::to_string(e.num) +
+                      ", " + std::to_string(e.den);
+      if (!e.tensor2.empty()) s += ", " + py_string(e.tensor2) + ", " + std::to_string(e.first2) + ", " + std::to_string(e.last2);
+      return s + ")";
+    }
   }
   return "(\"const\", 0)";
 }
@@ -589,7 +597,8 @@ std::string recipe(const Kernel& k, const std::string& returns, const std::strin
     for (std::size_t i = 0; i < b.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(b.shape[i]);
     s += "    (" + py_string(b.name) + ", " + py_string(b.role) + ", " + torch_dtype(b.dtype) + ", " + py_string(tensor_name(b.dtype)) + ", [" + shape + "]),\n";
   }
-  s += "]\n# Size slots: (\"const\", v) | (\"dims\", tensor, first, last, num, den): prod(shape[first:last]) * num / den | (\"scalar\", source).\nSIZES = [\n";
+  s += "]\n# Size slots: (\"const\", v) | (\"scalar\", source) | (\"dims\", tensor, first, last, num, den[, tensor2, first2, last2]):\n"
+       "# prod(tensor.shape[first:last]) [* prod(tensor2.shape[first2:last2])] * num / den.\nSIZES = [\n";
   for (const auto& e : k.size_exprs) s += "    " + size_expr_py(e) + ",  # " + e.describe() + "\n";
   s += "]\nSAMPLE_SIZES = [";
   for (std::size_t i = 0; i < k.sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(k.sizes[i]);
@@ -625,14 +634,21 @@ def _eval_size(e, tensor, scalar):
         return e[1]
     if e[0] == "scalar":
         return int(scalar(e[1]))
-    _, name, first, last, num, den = e
-    t = tensor(name)
-    rank = t.dim()
-    lo = first + rank if first < 0 else first
-    hi = last + rank if (last <= 0 and first < 0) else last
-    p = 1
-    for d in t.shape[lo:hi]:
-        p *= int(d)
+
+    def run(name, first, last):  # the product of a run of a tensor's dims (negative: from the end)
+        t = tensor(name)
+        rank = t.dim()
+        lo = first + rank if first < 0 else first
+        hi = last + rank if (last <= 0 and first < 0) else last
+        p = 1
+        for d in t.shape[lo:hi]:
+            p *= int(d)
+        return p
+
+    name, first, last, num, den = e[1:6]
+    p = run(name, first, last)
+    if len(e) > 6:  # times a run of a second tensor's dims
+        p *= run(*e[6:9])
     if (p * num) % den:
         raise RuntimeError("%s gives a size the kernel cannot use (%d / %d)" % (name, p * num, den))
     return p * num // den

@@ -265,14 +265,30 @@ template <class V> KWIKI_DEVICE bool kw_arg_better(V x, long long xi, V best, lo
 
 /// W consecutive elements of T in 32-bit words: one load or store of 4, 8 or 16-byte pieces
 /// (W * sizeof(T) bytes, aligned to that or to 16), elements read out as their compute type.
-template <typename T, int W>
+/// kByElement: W element loads instead (the scalar path of interleaved lanes, aligned only to T).
+template <typename T, int W, bool kByElement = false>
 struct kw_chunk {
   static constexpr int kBytes = W * static_cast<int>(sizeof(T));
   static constexpr int kWords = kBytes >= 4 ? kBytes / 4 : 1;
   unsigned int w[kWords];
 
   KWIKI_DEVICE void load(const T* __restrict__ p) {
-    if constexpr (kBytes < 4) {
+    if constexpr (kByElement) {
+#pragma unroll
+      for (int q = 0; q < kWords; ++q) w[q] = 0;
+#pragma unroll
+      for (int j = 0; j < W; ++j) {
+        const T v = p[j];
+        if constexpr (sizeof(T) == 4) w[j] = kwiki::bit_cast<unsigned int>(v);
+        else if constexpr (sizeof(T) == 2) w[j / 2] |= static_cast<unsigned int>(kwiki::bit_cast<unsigned short>(v)) << (16 * (j & 1));
+        else if constexpr (sizeof(T) == 1) w[j / 4] |= static_cast<unsigned int>(kwiki::bit_cast<unsigned char>(v)) << (8 * (j % 4));
+        else {
+          const unsigned long long u = kwiki::bit_cast<unsigned long long>(v);
+          w[2 * j] = static_cast<unsigned int>(u);
+          w[2 * j + 1] = static_cast<unsigned int>(u >> 32);
+        }
+      }
+    } else if constexpr (kBytes < 4) {
       const T v = p[0];  // one element load (bit_cast of p[0] itself would read it byte by byte)
       if constexpr (sizeof(T) == 1) w[0] = kwiki::bit_cast<unsigned char>(v);
       else w[0] = kwiki::bit_cast<unsigned short>(v);

@@ -134,6 +134,7 @@ std::string SizeExpr::describe() const {
     case Kind::kScalar: return scalar;
     case Kind::kDims: {
       std::string s = tensor + ".shape[" + std::to_string(first) + ":" + std::to_string(last) + "]";
+      if (!tensor2.empty()) s += "*" + tensor2 + ".shape[" + std::to_string(first2) + ":" + std::to_string(last2) + "]";
       if (num != 1) s += "*" + std::to_string(num);
       if (den != 1) s += "/" + std::to_string(den);
       return s;
@@ -180,13 +181,18 @@ ReduceKind reduce_from(const std::string& s) {
   throw std::runtime_error("unknown IR reduction " + s);
 }
 
-ojson access_json(const Access& a) { return {{"buffer", a.buffer}, {"base", a.base}, {"outer", a.outer}, {"inner", a.inner}}; }
+ojson access_json(const Access& a) {
+  ojson j = {{"buffer", a.buffer}, {"base", a.base}, {"outer", a.outer}, {"inner", a.inner}};
+  if (a.index >= 0) j["index"] = a.index;
+  return j;
+}
 Access access_from(const nlohmann::json& j) {
   Access a;
   a.buffer = j.at("buffer").get<int>();
   a.base = j.at("base").get<int>();
   a.outer = j.at("outer").get<std::vector<int>>();
   a.inner = j.at("inner").get<int>();
+  a.index = j.value("index", -1);
   return a;
 }
 
@@ -194,7 +200,11 @@ ojson size_json(const SizeExpr& e) {
   switch (e.kind) {
     case SizeExpr::Kind::kConst: return {{"const", e.value}};
     case SizeExpr::Kind::kScalar: return {{"scalar", e.scalar}};
-    case SizeExpr::Kind::kDims: return {{"tensor", e.tensor}, {"dims", {e.first, e.last}}, {"num", e.num}, {"den", e.den}};
+    case SizeExpr::Kind::kDims: {
+      ojson j = {{"tensor", e.tensor}, {"dims", {e.first, e.last}}, {"num", e.num}, {"den", e.den}};
+      if (!e.tensor2.empty()) j["tensor2"] = e.tensor2, j["dims2"] = {e.first2, e.last2};
+      return j;
+    }
   }
   return {};
 }
@@ -213,6 +223,11 @@ SizeExpr size_from(const nlohmann::json& j) {
     e.last = j.at("dims").at(1).get<int>();
     e.num = j.at("num").get<long long>();
     e.den = j.at("den").get<long long>();
+    if (j.contains("tensor2")) {
+      e.tensor2 = j.at("tensor2").get<std::string>();
+      e.first2 = j.at("dims2").at(0).get<int>();
+      e.last2 = j.at("dims2").at(1).get<int>();
+    }
     if (e.den == 0) throw std::runtime_error("a size expression divides by 0");
   }
   return e;
@@ -325,6 +340,9 @@ Kernel Kernel::from_json(const nlohmann::json& j) {
       for (int a : n.args)
         if (a < 0 || a >= static_cast<int>(i)) throw std::runtime_error("operand after its node");
       if (n.op == OpKind::kLoad && !access_ok(n.access)) throw std::runtime_error("bad load access");
+      // A load has no operand, or (a gather) one integer index scaled by the stride in slot `index`.
+      if (n.op == OpKind::kLoad && (n.args.size() != (n.access.index >= 0 ? 1u : 0u) || (n.access.index >= 0 && !slot_ok(n.access.index))))
+        throw std::runtime_error("bad gather index");
       if (n.op == OpKind::kConst && (n.fparam < 0 || n.fparam >= static_cast<int>(k.floats.size()))) throw std::runtime_error("bad float param");
       if (n.op == OpKind::kSize && !slot_ok(n.slot)) throw std::runtime_error("bad size slot");
       if (n.op == OpKind::kIota && (n.axis < -1 || n.axis >= static_cast<int>(k.outer.size()))) throw std::runtime_error("bad iota axis");
@@ -339,7 +357,7 @@ Kernel Kernel::from_json(const nlohmann::json& j) {
     for (const auto& r : k.results)
       if (r.buffer < 0 || r.buffer >= static_cast<int>(k.buffers.size())) throw std::runtime_error("bad result buffer");
     for (const auto& s : k.stores)
-      if (s.node < 0 || s.node >= static_cast<int>(k.nodes.size()) || !access_ok(s.access)) throw std::runtime_error("bad store");
+      if (s.node < 0 || s.node >= static_cast<int>(k.nodes.size()) || !access_ok(s.access) || s.access.index >= 0) throw std::runtime_error("bad store");
     return k;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("malformed kernel IR: ") + e.what());

@@ -82,6 +82,10 @@ struct SizeExpr {
   long long value = 0;     ///< kConst
   std::string tensor;      ///< kDims: the input's name (an input, or "param:NAME")
   int first = 0, last = 0; ///< kDims: dims [first, last) of it (negative: from the end)
+  /// kDims: times a run of a second tensor's dims when not empty (an output's stride S * H, with
+  /// S from the token ids and H from the embedding table).
+  std::string tensor2;
+  int first2 = 0, last2 = 0;
   long long num = 1, den = 1;
   std::string scalar;      ///< kScalar: ["input"|"init", name] joined as "input:NAME" / "init:NAME"
   std::string describe() const;
@@ -107,6 +111,9 @@ struct Access {
   int base = -1;            ///< slot of the element offset
   std::vector<int> outer;   ///< slot per outer axis (coefficient)
   int inner = -1;           ///< slot of the inner axis coefficient
+  /// A gather (index_select, embedding, gather): slot of the stride that multiplies the load's
+  /// one operand, an integer index value; -1 for a plain affine access.
+  int index = -1;
 };
 
 /// IR operations.

@@ -23,7 +23,7 @@ struct Decline {
 
 // ---- step 1: tensor values --------------------------------------------------------------------
 
-enum class TKind { kLeaf, kConst, kIota, kSize, kPointwise, kCast, kReduce, kReshape, kPermute, kExpand, kSlice, kSelectIdx, kCat };
+enum class TKind { kLeaf, kConst, kIota, kSize, kPointwise, kCast, kReduce, kReshape, kPermute, kExpand, kSlice, kSelectIdx, kCat, kGather };
 
 /// One tensor value of the reference, with its logical shape.
 struct TVal {
@@ -43,6 +43,11 @@ struct TVal {
   bool keepdim = false;
   std::vector<int> perm;            ///< kPermute
   long long start = 0;              ///< kSlice: first index; kSelectIdx: the index
+  /// kGather: args {source (a named tensor), index}; `dim` the source dimension indexed. With
+  /// index_dims the index's dimensions take `dim`'s place in the result (index_select, x[idx],
+  /// embedding); with same_shape the result has the index's shape (torch.gather). wrap: negative
+  /// indices count from the end (x[idx]).
+  bool gather_same_shape = false, gather_wrap = false;
   std::string source;
 };
 
@@ -603,14 +608,64 @@ class Graph {
       set_out(o, out[2], cast(rstd, dtype_of(out[2])), false);
       return;
     }
+    if (name == "index_select" || name == "embedding" || name == "gather" || (name == "index" && ov == "Tensor")) return gather(o, name, args, out);
     if (name == "_local_scalar_dense" || name == "item") decline(full, "a value read back to Python (.item()): data-dependent control");
     static const std::set<std::string> kKnownNo = {"sort", "topk", "cumsum", "cumprod", "kthvalue", "median", "mode", "multinomial",
-                                                   "scatter", "scatter_add", "index_put", "index", "gather", "index_select", "embedding",
+                                                   "scatter", "scatter_add", "index_put", "index",
                                                    "nonzero", "unique", "bincount", "histc", "searchsorted", "conv1d", "convolution",
                                                    "addmm", "baddbmm", "_scaled_dot_product_flash_attention", "rand", "randn", "normal",
                                                    "bernoulli", "exponential", "uniform"};
-    if (kKnownNo.count(name)) decline(full, "an op outside the generator's IR (scans, sorts, top-k, gathers, matrix products and random numbers are not lowered)");
+    if (kKnownNo.count(name)) decline(full, "an op outside the generator's IR (scans, sorts, top-k, scatters, matrix products and random numbers are not lowered)");
     decline(full, "an op the generator does not know");
+  }
+
+  // Gathers read a named tensor (an input, a parameter or a view of one) at integer index values:
+  // x.index_select(d, idx), F.embedding(idx, w), torch.gather(x, d, idx), x[idx] with one index tensor.
+  void gather(const json& o, const std::string& name, const json& args, const json& out) {
+    const auto at = [&](std::size_t i) -> const json& {
+      static const json none = json{{"s", nullptr}};
+      return i < args.size() ? args[i] : none;
+    };
+    TVal t;
+    t.kind = TKind::kGather;
+    t.shape = shape_of(out);
+    t.dtype = dtype_of(out);
+    t.source = cur_;
+    int src = -1, idx = -1;
+    long long d = 0;
+    if (name == "embedding") {
+      src = val(at(0));
+      idx = val(at(1));
+    } else if (name == "index") {
+      src = val(at(0));
+      const json& list = at(1);
+      if (!list.is_array()) decline(cur_, "an index that is not a list of tensors");
+      int found = 0;
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        if (list[i].is_object() && list[i].contains("s") && list[i]["s"].is_null()) continue;
+        idx = val(list[i]);
+        d = static_cast<long long>(i);
+        ++found;
+      }
+      if (found != 1) decline(cur_, "indexing by " + std::to_string(found) + " index tensors at once (the generator gathers by one)");
+      t.gather_wrap = true;
+    } else {
+      src = val(at(0));
+      d = ints_of(at(1))[0];
+      idx = val(at(2));
+      t.gather_same_shape = name == "gather";
+    }
+    const TVal& sv = vals[src];
+    if (sv.kind != TKind::kLeaf) decline(cur_, "a gather from a computed value (the generator gathers from inputs and parameters)");
+    const int r = rank_of(sv);
+    d = d < 0 ? d + r : d;
+    if (d < 0 || d >= r) decline(cur_, "a dimension out of range");
+    const DType it = vals[idx].dtype;
+    if (it == DType::kBool || it == DType::kU8) decline(cur_, "a boolean mask index (data-dependent shape)");
+    if (it != DType::kI64 && it != DType::kI32) decline(cur_, "an index of a type other than int64 or int32");
+    t.dim = static_cast<int>(d);
+    t.args = {src, idx};
+    set_out(o, out, add(t), false);
   }
 };
 
@@ -661,7 +716,9 @@ class Emitter {
     return static_cast<int>(k_.sizes.size()) - 1;
   }
   int fparam(double v) {
-    k_.floats.push_back({v, ""});
+    FloatParam p;
+    p.literal = v;
+    k_.floats.push_back(std::move(p));
     return static_cast<int>(k_.floats.size()) - 1;
   }
 
@@ -878,6 +935,18 @@ class Emitter {
         out.push_back(am);
         return out;
       }
+      case TKind::kGather: {
+        // The source at the result's coordinates, its indexed dimension at 0 (the index adds the
+        // rest at run time); the index at the coordinates its dimensions take in the result.
+        const TVal& src = g_.vals[t.args[0]];
+        const int ri = t.gather_same_shape ? 1 : rank_of(g_.vals[t.args[1]]);
+        Map sm(rank_of(src));
+        for (int j = 0; j < rank_of(src); ++j) sm[j] = j < t.dim ? m[j] : j == t.dim ? zero() : m[j + ri - 1];
+        Map im = t.gather_same_shape ? m : Map(m.begin() + t.dim, m.begin() + t.dim + ri);
+        out.push_back(sm);
+        out.push_back(im);
+        return out;
+      }
       case TKind::kCat: {
         long long at = 0;
         for (int a : t.args) {
@@ -953,7 +1022,9 @@ class Emitter {
       changed = false;
       for (int id = static_cast<int>(g_.vals.size()) - 1; id >= 0; --id) {
         const TKind kind = g_.vals[id].kind;
-        if (!canon_.count(id) || kind == TKind::kCat || kind == TKind::kSlice || kind == TKind::kSelectIdx || kind == TKind::kExpand) continue;
+        if (!canon_.count(id) || kind == TKind::kCat || kind == TKind::kSlice || kind == TKind::kSelectIdx || kind == TKind::kExpand ||
+            kind == TKind::kGather)
+          continue;
         const auto ops = operand_maps(id, canon_[id]);
         if (!ops) continue;
         for (std::size_t i = 0; i < ops->size(); ++i) {
@@ -1095,6 +1166,44 @@ class Emitter {
         n.args = {emit(t.args[0], (*ops)[0])};
         break;
       }
+      case TKind::kGather: {
+        const auto ops = operand_maps(id, m);
+        const TVal& src = g_.vals[t.args[0]];
+        int ix = emit(t.args[1], (*ops)[1]);
+        if (t.gather_wrap) {  // x[idx]: a negative index counts from the end
+          Node zero_n;
+          zero_n.op = OpKind::kSize;
+          zero_n.dtype = DType::kI64;
+          zero_n.slot = slot(0);
+          Node len;
+          len.op = OpKind::kSize;
+          len.dtype = DType::kI64;
+          len.slot = slot(src.shape[t.dim]);
+          Node lt;
+          lt.op = OpKind::kPointwise;
+          lt.pw = find_pointwise("lt");
+          lt.dtype = DType::kBool;
+          lt.args = {ix, node(zero_n)};
+          Node add;
+          add.op = OpKind::kPointwise;
+          add.pw = find_pointwise("add");
+          add.dtype = DType::kI64;
+          add.args = {ix, node(len)};
+          Node wrap;
+          wrap.op = OpKind::kPointwise;
+          wrap.pw = find_pointwise("where");
+          wrap.dtype = DType::kI64;
+          wrap.source = t.source;
+          wrap.args = {node(lt), node(add), ix};
+          ix = node(wrap);
+        }
+        const int b = buffer(src.buffer, src.buffer.rfind("param:", 0) == 0 ? "param" : "input", src.dtype, g_.named(src.buffer)->shape);
+        n.op = OpKind::kLoad;
+        n.access = access(b, src.offset, src.stride, (*ops)[0]);
+        n.access.index = slot(src.stride[t.dim]);
+        n.args = {ix};
+        break;
+      }
       case TKind::kCat: {
         const auto ops = operand_maps(id, m);
         n.op = OpKind::kSelect;
@@ -1213,7 +1322,11 @@ std::optional<long long> eval_size(const SizeExpr& e, const GraphSample& s) {
       return it->second.get<long long>();
     }
     case SizeExpr::Kind::kDims: {
-      const auto p = dims_product(s, e.tensor, e.first, e.last);
+      auto p = dims_product(s, e.tensor, e.first, e.last);
+      if (p && !e.tensor2.empty()) {
+        const auto q = dims_product(s, e.tensor2, e.first2, e.last2);
+        p = q ? std::optional<long long>(*p * *q) : std::nullopt;
+      }
       if (!p || (*p * e.num) % e.den != 0) return std::nullopt;
       return *p * e.num / e.den;
     }
@@ -1298,6 +1411,16 @@ Lowered fit_sizes(const std::vector<Kernel>& kernels, const std::vector<const Gr
     }
     for (const auto& c : scalars)
       if (!found && fits(c, slot)) found = c;
+    // Last, a size of one tensor times a size of another (a gathered row's output stride).
+    for (std::size_t a = 0; a < candidates.size() && !found; ++a)
+      for (std::size_t b = 0; b < candidates.size() && !found; ++b) {
+        if (candidates[a].tensor >= candidates[b].tensor) continue;
+        SizeExpr e = candidates[a];
+        e.tensor2 = candidates[b].tensor;
+        e.first2 = candidates[b].first;
+        e.last2 = candidates[b].last;
+        if (eval_size(e, *samples[0]) == v0 && fits(e, slot)) found = e;
+      }
     if (!found && all_same) {
       found = SizeExpr{};
       found->value = v0;

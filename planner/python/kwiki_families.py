@@ -498,14 +498,20 @@ class Generated:
                 return int(e["const"])
             if "scalar" in e:
                 return int(scalar(e["scalar"]))
-            t = tensor(e["tensor"])
-            first, last = e["dims"]
-            rank = t.dim()
-            lo = first + rank if first < 0 else first
-            hi = last + rank if (last <= 0 and first < 0) else last
-            p = 1
-            for d in t.shape[lo:hi]:
-                p *= int(d)
+            def run(name, dims):  # the product of a run of a tensor's dims (negative: from the end)
+                t = tensor(name)
+                first, last = dims
+                rank = t.dim()
+                lo = first + rank if first < 0 else first
+                hi = last + rank if (last <= 0 and first < 0) else last
+                p = 1
+                for d in t.shape[lo:hi]:
+                    p *= int(d)
+                return p
+
+            p = run(e["tensor"], e["dims"])
+            if "tensor2" in e:
+                p *= run(e["tensor2"], e["dims2"])
             v = p * int(e["num"])
             if v % int(e["den"]):
                 raise RuntimeError("%s gives a size the kernel cannot use (%d / %d)" % (e["tensor"], v, int(e["den"])))

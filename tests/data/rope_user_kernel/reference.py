@@ -2,7 +2,7 @@ import torch
 
 
 class Model(torch.nn.Module):
-    """NeoX-style rotary embedding (rotate_half), cos/sin computed from the positions: no kwiki family."""
+    """NeoX-style rotary embedding (rotate_half), cos/sin computed from the positions."""
 
     def __init__(self, head_dim, base=10000.0):
         super().__init__()
