@@ -287,19 +287,27 @@ def _launch(tensors, sizes, floats, rows, n, vec):
 
 
 def _rocm_with_lld():
-    """MLIR's ROCDL serializer links the code object with $ROCM_PATH/llvm/bin/ld.lld. Without ROCm
-    (a CPU machine) a folder holding only a link to the system's newest ld.lld stands in for it."""
+    """MLIR's ROCDL serializer links the code object with $ROCM_PATH/llvm/bin/ld.lld and takes the
+    device libraries (ocml: tanh, erf, ...) from $ROCM_PATH/amdgcn/bitcode. Without ROCm (a CPU
+    machine) a folder of links stands in: the system's newest ld.lld and Debian's rocm-device-libs."""
+    def complete(root):
+        return os.path.isfile(os.path.join(root, "llvm", "bin", "ld.lld")) and os.path.isfile(os.path.join(root, "amdgcn", "bitcode", "ocml.bc"))
+
     for root in (os.environ.get("ROCM_PATH"), "/opt/rocm"):
-        if root and os.path.isfile(os.path.join(root, "llvm", "bin", "ld.lld")):
+        if root and complete(root):
             return root
-    for name in ("ld.lld-20", "ld.lld-19", "ld.lld-18", "ld.lld-17", "ld.lld"):
-        lld = shutil.which(name)
-        if lld:
-            root = tempfile.mkdtemp(prefix="kwiki-rocm-")
-            os.makedirs(os.path.join(root, "llvm", "bin"))
-            os.symlink(lld, os.path.join(root, "llvm", "bin", "ld.lld"))
-            return root
-    raise RuntimeError("FlyDSL links gfx code with ld.lld: install ROCm or lld (Debian: lld-19)")
+    lld = next((shutil.which(n) for n in ("ld.lld-20", "ld.lld-19", "ld.lld-18", "ld.lld-17", "ld.lld") if shutil.which(n)), None)
+    if not lld:
+        raise RuntimeError("FlyDSL links gfx code with ld.lld: install ROCm or lld (Debian: lld-19)")
+    libs = next((d for d in ("/usr/lib/x86_64-linux-gnu/amdgcn", "/usr/lib/aarch64-linux-gnu/amdgcn", "/opt/rocm/amdgcn")
+                 if os.path.isfile(os.path.join(d, "bitcode", "ocml.bc"))), None)
+    if not libs:
+        raise RuntimeError("FlyDSL takes ocml from the ROCm device libraries: install ROCm or Debian's rocm-device-libs")
+    root = tempfile.mkdtemp(prefix="kwiki-rocm-")
+    os.makedirs(os.path.join(root, "llvm", "bin"))
+    os.symlink(lld, os.path.join(root, "llvm", "bin", "ld.lld"))
+    os.symlink(libs, os.path.join(root, "amdgcn"))
+    return root
 
 
 def compile_check(out_dir):
