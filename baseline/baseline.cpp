@@ -123,7 +123,7 @@ bool only_chars(const std::string& s, const char* extra) {
 PlanHeader read_plan_header(const ordered_json& plan, const fs::path& plan_path) {
   PlanHeader h{plan_field(plan, "/pattern/name", plan_path), plan_field(plan, "/target/vendor", plan_path),
                plan_field(plan, "/target/product", plan_path), plan_field(plan, "/target/compile_target", plan_path),
-               plan_field(plan, "/task/dtype", plan_path)};
+               plan_field(plan, "/task/dtype", plan_path), plan_field(plan, "/target/framework", plan_path)};
   const auto refuse = [&](const char* pointer, const std::string& why) { throw Error(ErrorCode::kBadInput, why, plan_path.string(), pointer); };
   if (!only_chars(h.pattern, "_")) refuse("/pattern/name", "the plan's pattern \"" + h.pattern + "\" is not a pattern name");
   if (h.vendor != "nvidia" && h.vendor != "amd") refuse("/target/vendor", "the plan's vendor must be nvidia or amd");
@@ -135,6 +135,9 @@ PlanHeader read_plan_header(const ordered_json& plan, const fs::path& plan_path)
     refuse("/target/compile_target", "the plan's compile_target \"" + h.target + "\" is not one kwiki compiles for " + h.vendor + " (" + known + ")");
   }
   if (!only_chars(h.dtype, "_")) refuse("/task/dtype", "the plan's dtype \"" + h.dtype + "\" is not a dtype name");
+  // Plans written before --framework record cuda/hip here too; any other word is refused.
+  const detail::FrameworkRow* fw = detail::find_framework(h.framework);
+  if (!fw || h.vendor != fw->vendor) refuse("/target/framework", "the plan's framework \"" + h.framework + "\" is not one kwiki writes for " + h.vendor);
   return h;
 }
 
@@ -283,13 +286,23 @@ void generate(Context& c) {
     c.cpu_source = gen::emit_source(k, gen::Backend::kCpu);
     write_generated(c, "kernel_cpu.cpp", c.cpu_source);
     c.cpu_source = read_text(c.ws / "kernel_cpu.cpp");
-    if (!c.cpu) {
+    if (c.dsl) {
+      // kernel.py is the DSL kernel itself (written below, after the harness files).
+      const ordered_json* traced = first_traced_shape(c);
+      const std::string returns = traced ? traced->value("returns", std::string("tensor")) : "tensor";
+      c.source = c.header.framework == "cutedsl" ? gen::emit_cutedsl_model(k, returns, c.header.target) : gen::emit_flydsl_model(k, returns, c.header.target);
+    } else if (!c.cpu) {
       const std::string body = gen::emit_source(k, c.amd ? gen::Backend::kHip : gen::Backend::kCuda);
       const std::string head = "// V0 kernel written by kwiki's generator from plans/kernel_ir.json (launcher ABI v1: dims are the IR's size slots,\n"
                                "// params its floats). Edit freely and rerun `kwiki baseline --kernel kernel." + std::string(c.amd ? "hip" : "cu") + "`.\n";
       write_generated(c, c.kernel_path.filename().string(), head + inline_compat(body));
       c.source = read_text(c.kernel_path);
     }
+  } else if (c.candidate == Candidate::kTemplate && c.dsl) {
+    throw Error(ErrorCode::kBadInput, std::string("kwiki writes ") + detail::find_framework(c.header.framework)->language +
+                                          " V0s from its generator's IR only, and this plan claims the " + c.family +
+                                          " template: plan again with --pattern generated, or with --framework " + (c.amd ? "hip" : "cuda"),
+                c.plan_path.string(), "/target/framework");
   } else if (c.candidate == Candidate::kTemplate && !c.cpu) {
     c.source = template_source(c.family, c.header.dtype, c.header.vendor);
     if (c.source.empty()) throw Error(ErrorCode::kBadInput, "kwiki has no kernel template for family " + c.family, c.plan_path.string());
@@ -316,13 +329,22 @@ void generate(Context& c) {
   model = replace_all(model, "@BINDING@", c.binding.dump());
   model = replace_all(model, "@FORM@", traced ? traced->value("returns", std::string("tensor")) : "tensor");
   model = replace_all(model, "@OUTPUT_NAMES@", names.dump());
-  write_generated(c, "kernel.py", model);
+  if (c.dsl && c.candidate == Candidate::kTemplate) {
+    // kernel.py launches the DSL kernel; the ABI launcher's Model (the CPU twin on --device cpu) is kernel_twin.py.
+    write_generated(c, "kernel.py", c.source);
+    c.source = read_text(c.ws / "kernel.py");
+    c.kernel_path = c.ws / "kernel.py";
+    c.result.kernel_path = c.kernel_path.string();
+    write_generated(c, "kernel_twin.py", model);
+  } else {
+    write_generated(c, "kernel.py", model);
+  }
   write_generated(c, "test_kernel.py", embedded_file("test_kernel.py"));
   write_generated(c, "kwiki_device.py", planner_file("kwiki_device.py"));
   write_generated(c, "kwiki_families.py", planner_file("kwiki_families.py"));
   write_generated(c, "kernel_abi.h", abi_header(c));
   if (!fs::exists(c.ws / "reference.py") && fs::exists(c.ws / "task" / "reference.py")) fs::copy_file(c.ws / "task" / "reference.py", c.ws / "reference.py");
-  c.python_model = c.ws / "kernel.py";
+  c.python_model = c.ws / (c.dsl && c.cpu && c.candidate == Candidate::kTemplate ? "kernel_twin.py" : "kernel.py");
   if (c.candidate == Candidate::kUserPython) {
     const fs::path inside = c.ws / "user_model.py";
     if (fs::absolute(kernel) != fs::absolute(inside)) write_text(inside, read_text(kernel));
@@ -448,6 +470,7 @@ void read_workspace(Context& c) {
   c.header = read_plan_header(c.plan, c.plan_path);
   c.amd = c.header.vendor == "amd";
   c.cpu = c.request.device == "cpu";
+  c.dsl = !detail::find_framework(c.header.framework)->native;
   if (c.request.device != "gpu" && c.request.device != "cpu") throw Error(ErrorCode::kUsage, "--device is gpu or cpu");
   c.graph = ordered_json::parse(read_text(c.ws / "plans" / "graph.json"), nullptr, false);
   if (c.plan.contains("family") && c.plan["family"].is_object()) {

@@ -273,6 +273,7 @@ void build_stage(Context& c) {
     return;
   }
   if (c.cpu) build_cpu(c);
+  else if (c.dsl && c.candidate == Candidate::kTemplate) build_dsl(c);
   else build_gpu(c);
 }
 

@@ -20,6 +20,7 @@ using Args = std::vector<std::string>;
 /// checked against what kwiki writes.
 struct PlanHeader {
   std::string pattern, vendor, product, target, dtype;
+  std::string framework;  ///< cuda | hip | cutedsl | flydsl (a kFrameworks row of the plan's vendor)
 };
 
 /// What is measured: kwiki's V0 from the family's template, the user's GPU kernel, or the
@@ -36,6 +37,7 @@ struct Context {
   PlanHeader header;
   bool amd = false;
   bool cpu = false;           ///< --device cpu: the CPU twin through the harness, correctness only
+  bool dsl = false;           ///< the plan's framework is a Python DSL (cutedsl, flydsl): kernel.py holds the kernel
   std::string family;         ///< the plan's proven family, or "" (none)
   std::string cpu_source;     ///< the generator's CPU kernel (family "generated"), built for --device cpu
   // generate
@@ -65,6 +67,11 @@ fs::path cache_folder();
 /// Builds the candidate: the GPU source with nvcc / clang (cached by source, flags and compiler)
 /// plus its static evidence, or the CPU twin library for --device cpu. Sets result.compiled.
 void build_stage(Context& c);
+
+/// The DSL kernel.py compiled for the plan's target without running it (`python kernel.py
+/// --compile-check`, with $KWIKI_DSL_PYTHON or the harness's python): sets result.compiled and the
+/// evidence; an absent DSL wheel is "not compiled" (skip_compile), a failed compile COMPILE_FAIL.
+void build_dsl(Context& c);
 
 /// A GPU source that includes kwiki_compat.cuh, with the header inlined (one self-contained file).
 std::string inline_compat(const std::string& source);

@@ -483,6 +483,10 @@ int main(int argc, char** argv) {
   plan->add_option("--gpu", plan_request.product, "target product, e.g. H200, MI300X (must be recorded in the wiki)")->required();
   plan->add_option("--workspace", plan_request.workspace, "workspace folder to create (default ./kwiki-<task>-<product>)");
   plan->add_option("--pattern", plan_request.pattern_override, "try only this family (rms_norm, gemm, ..., or generated: the kernel generator, docs/GENERATOR.md); it is still proven before it is claimed");
+  plan->add_option("--framework", plan_request.framework,
+                   "language of the V0: cuda or cutedsl on NVIDIA targets, hip or flydsl on AMD (default cuda / hip); "
+                   "cutedsl and flydsl kernels are written from the generator's IR (--pattern generated; docs/DSL.md)")
+      ->check(CLI::IsMember({"cuda", "hip", "cutedsl", "flydsl"}));
   plan->add_option("--shapes", plan_shapes, "comma-separated shape ids to plan (default: all)");
   plan->add_flag("--force", plan_request.force, "replace an existing workspace");
   plan->add_flag("--no-dry-run", no_dry_run, "do not run the PyTorch reference even when torch is importable");

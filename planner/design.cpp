@@ -54,7 +54,9 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
   Design d;
   Consulter wiki(engine, d, t);
   const std::string gpu = t.product;
-  const std::string lang = t.framework == "hip" ? "HIP" : "CUDA C++";
+  // The framework's word goes into every query that names the language (CuteDSL, FlyDSL, HIP C++, CUDA C++).
+  const FrameworkRow* fw = find_framework(t.framework);
+  const std::string lang = fw ? fw->query : "CUDA C++";
   const bool amd = t.vendor == "amd";
   const int e = element_bytes(task.dtype);
   const int vec = std::max(1, 16 / e);
@@ -265,13 +267,23 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
         wiki.ask("numerics", "merge split-kv partial outputs with their log-sum-exp combine"));
   } else if (pattern == "generated") {
     // The generator's kernels: the skeleton follows from the IR (plans/kernel_ir.json).
-    d.template_name = std::string("generated") + (amd ? "_hip" : "_cuda");
-    add("skeleton", "rows with a reduction: one warp (short rows) or one block per row, the row's 16-byte chunks held in registers and the next row "
-                    "loaded while this one is reduced, on a resident grid; rows too long for registers re-read per pass; no reduction: a grid-stride "
-                    "elementwise loop over 16-byte chunks",
-        wiki.ask("row skeleton", "row reduction kernel one block per row registers prefetch next row resident grid " + lang));
-    add("vector width", std::to_string(vec) + " elements (16 bytes) a chunk when every chunked access is aligned and the row length divides; a scalar "
-                        "path otherwise", vec_rec);
+    d.template_name = std::string("generated_") + t.framework;
+    if (fw && !fw->native) {
+      // The DSL backends (planner/generator/codegen_dsl.cpp) write the simpler skeletons, scalar accesses.
+      add("skeleton", std::string("kernel.py in ") + fw->query + ": rows with a reduction: one block of 256 threads per row, each pass striding over the "
+                      "row (re-read), no registers held across passes; no reduction: one thread per element or chunk; compiled for " + t.compile_target +
+                      " without a device, run and timed only on the GPU",
+          wiki.ask("DSL skeleton", "compile a " + lang + " kernel for " + t.compile_target + " without a GPU"));
+      add("vector width", "chunks of 16 bytes for the widest type through " + lang + " copy atoms when every row splits into whole, aligned chunks "
+                          "(checked per call); scalar loads and stores otherwise", vec_rec);
+    } else {
+      add("skeleton", "rows with a reduction: one warp (short rows) or one block per row, the row's 16-byte chunks held in registers and the next row "
+                      "loaded while this one is reduced, on a resident grid; rows too long for registers re-read per pass; no reduction: a grid-stride "
+                      "elementwise loop over 16-byte chunks",
+          wiki.ask("row skeleton", "row reduction kernel one block per row registers prefetch next row resident grid " + lang));
+      add("vector width", std::to_string(vec) + " elements (16 bytes) a chunk when every chunked access is aligned and the row length divides; a scalar "
+                          "path otherwise", vec_rec);
+    }
     add("numerics", "fp32 arithmetic; every intermediate that torch rounds to bf16/fp16/fp8 is rounded to that grid at the same op (the rounding contract)",
         wiki.ask("rounding contract", "bf16 intermediate rounding matches torch eager elementwise fp32 opmath"));
     add("fp8 casts", "round to nearest even; beyond the format's range NaN, as torch's cast (references clamp first); e4m3fn on CUDA, e4m3fnuz on CDNA3",

@@ -185,7 +185,11 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
     task.shapes = std::move(kept);
   }
   // The target first: an unrecorded product stops everything (exit 3) before any work.
-  const detail::TargetInfo target = detail::resolve_target(engine, request.product, task.dtype);
+  const detail::TargetInfo target = [&] {
+    detail::TargetInfo t = detail::resolve_target(engine, request.product, task.dtype);
+    detail::choose_framework(t, request.framework);
+    return t;
+  }();
   PlanResult result;
   result.notes = target.notes;
 
@@ -407,7 +411,7 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
   readme += "Task: `" + task.path + "` (" + task.form + ", " + task.dtype + "); pattern **" + pattern.name + "** (confidence " +
             fmt(pattern.confidence, 2) + ": ";
   for (std::size_t i = 0; i < pattern.evidence.size(); ++i) readme += (i ? "; " : "") + pattern.evidence[i];
-  readme += ").\n\nTarget: " + target.product + " -> " + target.arch + " -> " + (target.framework == "hip" ? "HIP C++" : "CUDA C++") + ", compile target `" +
+  readme += ").\n\nTarget: " + target.product + " -> " + target.arch + " -> " + detail::find_framework(target.framework)->language + ", compile target `" +
             target.compile_target + "` (" + target.spec_record + ").\n\n## Hardware facts\n\n" + hw;
   readme += "\n## Roofline per shape\n\nSOL = max(matrix FLOPs / matrix peak + vector FLOPs / vector peak, bytes / bandwidth); attainable = max(SOL, launch floor). "
             "Special functions count as one vector FLOP each.\n\n" + roofline_table;

@@ -22,6 +22,28 @@ const ArchTarget* find_compile_target(const std::string& compile_target) {
   return nullptr;
 }
 
+const FrameworkRow* find_framework(const std::string& name) {
+  for (const FrameworkRow& row : kFrameworks)
+    if (name == row.name) return &row;
+  return nullptr;
+}
+
+void choose_framework(TargetInfo& t, const std::string& requested) {
+  std::string known;
+  for (const FrameworkRow& row : kFrameworks)
+    if (t.vendor == row.vendor) known += std::string(known.empty() ? "" : ", ") + row.name;
+  if (requested.empty()) {
+    for (const FrameworkRow& row : kFrameworks)
+      if (row.native && t.vendor == row.vendor) t.framework = row.name;
+    return;
+  }
+  const FrameworkRow* row = find_framework(requested);
+  if (!row || t.vendor != row->vendor)
+    throw Error(ErrorCode::kUsage, "--framework " + requested + (row ? " writes kernels for " + std::string(row->vendor) + " GPUs, not " + t.product : " is not a framework kwiki writes") +
+                                       "; for " + t.product + " use one of: " + known);
+  t.framework = row->name;
+}
+
 TargetInfo resolve_target(QueryEngine& engine, const std::string& product, const std::string& dtype) {
   const HardwareAnswer hw = engine.hardware(product);
   TargetInfo t;

@@ -12,7 +12,7 @@ namespace kwiki::detail {
 /// Everything a plan needs to know about the GPU, each number cited.
 struct TargetInfo {
   std::string product, vendor, arch;
-  std::string framework;       ///< cuda | hip
+  std::string framework;       ///< a kFrameworks name: cuda | hip | cutedsl | flydsl
   std::string compile_target;  ///< sm_90a, gfx942, gfx950, ...
   std::string spec_record;
   Ceilings ceilings;
@@ -42,6 +42,30 @@ inline constexpr ArchTarget kArchTargets[] = {
 /// The row whose compile target is `compile_target` (as read back from a plan), or nullptr: a
 /// plan naming anything else is not one kwiki wrote and is refused before any compiler runs.
 const ArchTarget* find_compile_target(const std::string& compile_target);
+
+/// One language a V0 kernel is written in, and the vendor whose GPUs it targets.
+struct FrameworkRow {
+  const char* name;      ///< what --framework takes and the plan records (target.framework)
+  const char* vendor;    ///< nvidia | amd
+  const char* language;  ///< how the plan names it
+  const char* query;     ///< the word(s) the knowledge queries carry for it
+  bool native;           ///< the vendor's default (CUDA C++ / HIP C++, built by kwiki baseline)
+};
+
+/// Every framework kwiki writes V0 kernels in.
+inline constexpr FrameworkRow kFrameworks[] = {
+    {"cuda", "nvidia", "CUDA C++", "CUDA C++", true},
+    {"hip", "amd", "HIP C++", "HIP", true},
+    {"cutedsl", "nvidia", "CuteDSL (CUTLASS Python DSL)", "CuteDSL", false},
+    {"flydsl", "amd", "FlyDSL (ROCm Python layout DSL)", "FlyDSL", false},
+};
+
+/// The row named `name`, or nullptr.
+const FrameworkRow* find_framework(const std::string& name);
+
+/// Sets t.framework: `requested`, or the vendor's native one when empty. Throws kwiki::Error
+/// kUsage naming the frameworks of t's vendor when `requested` is unknown or for the other vendor.
+void choose_framework(TargetInfo& t, const std::string& requested);
 
 /// Resolves `product` through the wiki. Throws kwiki::Error kNotRecorded (exit 3) naming the
 /// recorded products when the wiki has no spec sheet for it.

@@ -24,6 +24,10 @@ usage: scripts/dev.sh COMMAND
   torch2  also install a torch 2.x from PyPI into ./.venv-torch (about 3 GB of wheels: CUDA builds are
           all PyPI has for Linux) and print the KWIKI_PYTHON to export; proofs of float8 tasks need it.
           The default (Debian's python3-torch 1.13, CPU) proves every other task.
+  dsl     also install the kernel DSLs from PyPI into ./.venv-dsl (nvidia-cutlass-dsl 4.8, about 105 MB of
+          wheels; flydsl 0.4, 77 MB; about 590 MB installed), seeing Debian's torch, and print the
+          KWIKI_DSL_PYTHON to export: the dsl tests (ctest -L dsl) compile the CuteDSL and FlyDSL V0s with it
+          and skip without it. The default build and tests stay C++ only.
 USAGE
 }
 
@@ -69,6 +73,13 @@ case ${1:-} in
     /usr/bin/python3 -m venv "$ROOT/.venv-torch"
     "$ROOT/.venv-torch/bin/pip" install --quiet "torch>=2.4"
     echo "export KWIKI_PYTHON=$ROOT/.venv-torch/bin/python"
+    ;;
+  dsl)
+    install_deps
+    # --system-site-packages: the venv keeps Debian's torch, which kernel.py and the plan's proof import.
+    /usr/bin/python3 -m venv --system-site-packages "$ROOT/.venv-dsl"
+    "$ROOT/.venv-dsl/bin/pip" install --quiet "nvidia-cutlass-dsl>=4.8,<4.9" "flydsl>=0.4,<0.5"
+    echo "export KWIKI_DSL_PYTHON=$ROOT/.venv-dsl/bin/python"
     ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;

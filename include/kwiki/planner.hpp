@@ -112,6 +112,7 @@ struct PlanRequest {
   std::string product;
   std::string workspace;             ///< default: ./kwiki-<task>-<product>
   std::string pattern_override;      ///< --pattern
+  std::string framework;             ///< --framework: cuda | hip | cutedsl | flydsl; "" = the vendor's native C++ (cuda, hip)
   std::vector<std::string> shape_ids;  ///< --shapes (all when empty)
   bool force = false;                ///< replace an existing workspace
   bool dry_run = true;               ///< run the reference once per shape when torch is importable

@@ -20,4 +20,12 @@ const char* skeleton_name(Skeleton s);
 /// size expressions fitted (constant slots become literals).
 std::string emit_source(const Kernel& k, Backend backend);
 
+/// kernel.py for the DSL backends (codegen_cutedsl.cpp, codegen_flydsl.cpp; shared writer in
+/// codegen_dsl.cpp): the kernel in the DSL, its launcher, and a Model whose forward launches it and
+/// returns `returns` (tensor | tuple | dict, as plans/graph.json records the reference's result).
+/// `target` is the plan's compile target (sm_90a; gfx942, gfx950), which compile_check() builds for.
+/// Needs fitted size expressions (std::logic_error otherwise).
+std::string emit_cutedsl_model(const Kernel& k, const std::string& returns, const std::string& target);
+std::string emit_flydsl_model(const Kernel& k, const std::string& returns, const std::string& target);
+
 }  // namespace kwiki::gen

@@ -43,6 +43,8 @@ enum class ResultType : std::uint8_t { kFloat, kSame, kBool };
 
 /// One pointwise op. Spellings use $0, $1, $2 for the operands (already in the compute type).
 /// Adding an op is one row here (and nothing else: the lowering maps torch names through this table).
+/// The Python spelling serves both DSL backends (CuteDSL, FlyDSL): its kw_* helpers are defined by
+/// each kernel.py's prelude (codegen_cutedsl.cpp, codegen_flydsl.cpp).
 struct PointwiseOp {
   const char* name;       ///< the IR's name
   const char* torch;      ///< space-separated aten overload names it implements (aten.exp.default ...)
@@ -51,6 +53,7 @@ struct PointwiseOp {
   const char* cpu;        ///< C++ for the CPU twin (float math through <cmath>)
   const char* cuda;       ///< CUDA C++
   const char* hip;        ///< HIP C++
+  const char* dsl;        ///< Python for the DSL backends (operands are DSL scalars of the compute type)
 };
 extern const PointwiseOp kPointwiseOps[];
 extern const std::size_t kPointwiseOpCount;
