@@ -201,7 +201,9 @@ TEST_P(Generated, CpuTwinPassesAndCudaAndHipCompile) {
   const json e = build();
   EXPECT_EQ(e.value("target", ""), "gfx942");
   EXPECT_EQ(e.value("scratch_bytes", -1), 0) << e.dump();
-  if (!expected_.contains("generator_scalar_loads")) EXPECT_GT(e["instructions"].value("global_load_dwordx4", 0), 0) << e.dump();
+  if (!expected_.contains("generator_scalar_loads")) {
+    EXPECT_GT(e["instructions"].value("global_load_dwordx4", 0), 0) << e.dump();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(DataTasks, Generated, ::testing::ValuesIn(generated_task_names()), [](const auto& info) {
