@@ -143,57 +143,6 @@ def kw_rint(x):
     return cute.math.roundeven(x) if _is_float(x) else x  # torch.round: half to even
 
 
-def kw_max(a, b):
-    # torch.maximum: NaN wins
-    return kw_where(a != a, a, kw_where(b != b, b, kw_where(a > b, a, b)))
-
-
-def kw_min(a, b):
-    return kw_where(a != a, a, kw_where(b != b, b, kw_where(a < b, a, b)))
-
-
-def kw_fmax(a, b):
-    # fmaxf: a NaN operand loses
-    return kw_where(b != b, a, kw_where(a > b, a, b))
-
-
-def kw_fmin(a, b):
-    return kw_where(b != b, a, kw_where(a < b, a, b))
-
-
-def kw_relu(x):
-    return kw_where(x < 0, kw_cvt(0, type(x)), x)
-
-
-def kw_sign(x):
-    t = type(x)
-    return kw_where(x != x, x, kw_where(x > 0, kw_cvt(1, t), kw_where(x < 0, kw_cvt(-1, t), kw_cvt(0, t))))
-
-
-def kw_not(x):
-    return kw_where(x, cutlass.Boolean(False), cutlass.Boolean(True))
-
-
-def kw_bitnot(x):
-    return kw_not(x) if isinstance(x, cutlass.Boolean) else ~x
-
-
-def kw_and(a, b):
-    return kw_where(a, b, cutlass.Boolean(False))
-
-
-def kw_or(a, b):
-    return kw_where(a, cutlass.Boolean(True), b)
-
-
-def kw_lowest():
-    return cutlass.Int64(-(2**63))
-
-
-def kw_highest():
-    return cutlass.Int64(2**63 - 1)
-
-
 def kw_arg_better(x, cx, a, ca, is_max):
     """torch.argmax/argmin order: NaN is the extreme, ties go to the lower index."""
     strictly = (x > a) if is_max else (x < a)

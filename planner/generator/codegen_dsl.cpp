@@ -744,6 +744,62 @@ if __name__ == "__main__":
     print("KWIKI_DSL_CHECK=" + json.dumps(compile_check(sys.argv[2]), sort_keys=True))
 )PY";
 
+// Helpers both DSLs spell alike (torch's NaN rules for max/min, relu, sign, logic, integer limits),
+// in terms of each prelude's kw_where and kw_cvt; {T} is the dialect's type prefix.
+constexpr const char* kCommonHelpers = R"PY(
+
+
+def kw_max(a, b):
+    # torch.maximum: NaN wins
+    return kw_where(a != a, a, kw_where(b != b, b, kw_where(a > b, a, b)))
+
+
+def kw_min(a, b):
+    return kw_where(a != a, a, kw_where(b != b, b, kw_where(a < b, a, b)))
+
+
+def kw_fmax(a, b):
+    # fmaxf: a NaN operand loses
+    return kw_where(b != b, a, kw_where(a > b, a, b))
+
+
+def kw_fmin(a, b):
+    return kw_where(b != b, a, kw_where(a < b, a, b))
+
+
+def kw_relu(x):
+    return kw_where(x < 0, kw_cvt(0, type(x)), x)
+
+
+def kw_sign(x):
+    t = type(x)
+    return kw_where(x != x, x, kw_where(x > 0, kw_cvt(1, t), kw_where(x < 0, kw_cvt(-1, t), kw_cvt(0, t))))
+
+
+def kw_not(x):
+    return kw_where(x, {T}Boolean(False), {T}Boolean(True))
+
+
+def kw_bitnot(x):
+    return kw_not(x) if isinstance(x, {T}Boolean) else ~x
+
+
+def kw_and(a, b):
+    return kw_where(a, b, {T}Boolean(False))
+
+
+def kw_or(a, b):
+    return kw_where(a, {T}Boolean(True), b)
+
+
+def kw_lowest():
+    return {T}Int64(-(2**63))
+
+
+def kw_highest():
+    return {T}Int64(2**63 - 1)
+)PY";
+
 }  // namespace
 
 std::string emit_dsl_model(const Kernel& k, const DslDialect& d, const std::string& returns, const std::string& target) {
@@ -754,6 +810,14 @@ std::string emit_dsl_model(const Kernel& k, const DslDialect& d, const std::stri
                     " skeleton).\n# Model(**init_kwargs)(**inputs) returns what reference.Model does; forward only allocates, reshapes and\n"
                     "# launches the kernel below (torch computes nothing). compile_check() compiles it for " + target + " without a device.\n";
   src += d.prelude;
+  for (std::string common = kCommonHelpers;;) {  // {T} -> the dialect's type prefix
+    const auto at = common.find("{T}");
+    if (at == std::string::npos) {
+      src += common;
+      break;
+    }
+    common.replace(at, 3, d.types);
+  }
   src += "\n\n# ---- the kernel ----\n\n";
   src += "KTHREADS = " + std::to_string(kThreads) + "\n\n\n";
   const Chunks chunks = find_chunks(k, needs);
