@@ -25,7 +25,7 @@ using test::TempDir;
 
 constexpr int kExitNotMeasured = 5;  // kwiki baseline: compiled, no device of the plan to run on
 
-std::string tasks_dir() { return std::string(KWIKI_SOURCE_DIR) + "/data/tasks"; }
+using test::tasks_dir;
 
 /// The python that has the DSL wheels (and torch), or "" when none was named.
 std::string dsl_python() {
@@ -50,15 +50,7 @@ class DslEnv : public ::testing::Environment {
 TempDir* DslEnv::dir = nullptr;
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new DslEnv);
 
-std::vector<std::string> generated_task_names() {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(tasks_dir())) {
-    const fs::path expected = e.path() / "expected.json";
-    if (fs::exists(expected) && json::parse(test::read_text(expected.string())).value("generator", "") == "proven") names.push_back(e.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> generated_task_names() { return test::data_task_names(true); }
 
 // The plan's framework is checked against its vendor, recorded, and carried into the plan's text.
 TEST(Framework, RecordedAndCheckedAgainstTheVendor) {

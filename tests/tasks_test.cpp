@@ -22,7 +22,7 @@ using test::RunResult;
 using test::run_kwiki;
 using test::TempDir;
 
-std::string tasks_dir() { return std::string(KWIKI_SOURCE_DIR) + "/data/tasks"; }
+using test::tasks_dir;
 
 // The torch version the tests' python imports ("" without torch), as (major, minor).
 std::pair<int, int> torch_version() {
@@ -60,13 +60,7 @@ class TaskEnv : public ::testing::Environment {
 TempDir* TaskEnv::dir = nullptr;
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new TaskEnv);
 
-std::vector<std::string> task_names() {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(tasks_dir()))
-    if (fs::exists(e.path() / "expected.json")) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> task_names() { return test::data_task_names(); }
 
 class Task : public ::testing::TestWithParam<std::string> {};
 
@@ -138,12 +132,7 @@ TEST(Tasks, AtLeastFortyWithExpectedOutcomes) { EXPECT_GE(task_names().size(), 4
 
 // ---- the generator (issue 19): every task it must lower, forced with --pattern generated ----
 
-std::vector<std::string> generated_task_names() {
-  std::vector<std::string> names;
-  for (const auto& t : task_names())
-    if (json::parse(test::read_text(tasks_dir() + "/" + t + "/expected.json")).value("generator", "") == "proven") names.push_back(t);
-  return names;
-}
+std::vector<std::string> generated_task_names() { return test::data_task_names(true); }
 
 bool have(const char* program) { return std::system((std::string("command -v ") + program + " > /dev/null 2>&1").c_str()) == 0; }
 

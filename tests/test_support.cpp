@@ -4,10 +4,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 namespace kwiki::test {
 namespace fs = std::filesystem;
@@ -75,6 +78,20 @@ std::string kwiki_binary() {
 }
 std::string mini_wiki() { return std::string(KWIKI_SOURCE_DIR) + "/data/fixtures/mini-wiki"; }
 std::string bundled_wiki() { return std::string(KWIKI_SOURCE_DIR) + "/gpu-wiki"; }
+
+std::string tasks_dir() { return std::string(KWIKI_SOURCE_DIR) + "/data/tasks"; }
+
+std::vector<std::string> data_task_names(bool generator_proven) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(tasks_dir())) {
+    const fs::path expected = e.path() / "expected.json";
+    if (!fs::exists(expected)) continue;
+    if (generator_proven && nlohmann::json::parse(read_text(expected.string())).value("generator", "") != "proven") continue;
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 std::string upstream_wiki() {
   if (const char* env = std::getenv("KWIKI_UPSTREAM_WIKI"); env && *env) return fs::is_directory(env) ? env : "";

@@ -39,6 +39,11 @@ std::string kwiki_binary();
 std::string mini_wiki();
 /// The bundled corpus (gpu-wiki/).
 std::string bundled_wiki();
+/// data/tasks of the source tree.
+std::string tasks_dir();
+/// Its task folders (those with an expected.json), sorted; with generator_proven, only those whose
+/// expected.json says "generator": "proven".
+std::vector<std::string> data_task_names(bool generator_proven = false);
 /// The foreign corpus, or "" when ../shared/upstream-gpu-wiki is absent.
 std::string upstream_wiki();
 
