@@ -4,7 +4,9 @@
 # when capture fails), the L2 flushed before each repetition, median of REPS.
 # Usage: python generated_bench.py WORK TASK_DIR... [--warm-only]
 #   WORK/ws/<task>/gen  (kwiki plan --pattern generated; kwiki baseline) and, when present,
-#   WORK/ws/<task>/hand (the hand-written family's workspace). One JSON line per shape on stdout.
+#   WORK/ws/<task>/hand (the hand-written family's workspace) and WORK/ws/<task>/cute (the CuteDSL V0
+#   of the same IR: kernel.py launches the DSL kernel from Model.forward; timed as forward calls
+#   captured in the graph). One JSON line per shape on stdout.
 import importlib.util
 import json
 import math
@@ -22,6 +24,13 @@ def load(name, path):
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def passed(path):
+    try:
+        return json.load(open(path)).get("status") == "PASS"
+    except Exception:
+        return False
 
 
 def flatten(out):
@@ -91,6 +100,9 @@ def bench_task(work, task_dir, warm_only, flush, base):
             candidates[kind] = load("kernel_%s_%s" % (kind, name), os.path.join(ws, "kernel.py"))
             candidates[kind]._gpu_library()  # bind this workspace's library now (the variable changes below)
     os.environ.pop("KWIKI_KERNEL_SO", None)
+    cute = os.path.join(work, "ws", name, "cute", "kernel.py")
+    if not warm_only and passed(os.path.join(work, name + ".cute.check.json")):
+        candidates["cute"] = load("kernel_cute_" + name, cute)
     shapes = json.load(open(os.path.join(task_dir, "shapes.json")))
     for sid, spec in shapes.items():
         spec = spec or {}
@@ -112,8 +124,15 @@ def bench_task(work, task_dir, warm_only, flush, base):
         for kind, mod in candidates.items():
             model = mod.Model(**init).cuda()
             args = clone()
-            launch, result = model.prepare(**args)
-            launch()
+            if hasattr(model, "prepare"):
+                launch, result = model.prepare(**args)
+                launch()
+            else:  # a DSL kernel.py: forward allocates its outputs and launches
+                held = {}
+                launch = lambda: held.__setitem__("out", model(**args))
+                result = lambda: held["out"]
+                with torch.no_grad():
+                    launch()
             torch.cuda.synchronize()
             got = flatten(result())
             ok = all(kwiki_families.compare(n, g, w)[0] for (n, g), (_, w) in zip(got, want)) and len(got) == len(want)

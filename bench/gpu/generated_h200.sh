@@ -3,9 +3,12 @@
 # --pattern generated and checked by kwiki baseline (correctness, all shapes); the hand family's
 # V0 beside it where one is proven; then each task timed in one process (generated_bench.py:
 # generated, hand template, torch eager, torch.compile) and the table printed (generated_table.py).
+# With $KWIKI_DSL_PYTHON set (a python that imports cutlass.cute), the CuteDSL V0 of the same
+# IR (--framework cutedsl) is planned, checked and timed beside them.
 # Usage: bench/gpu/generated_h200.sh KWIKI WORK [TASK...]   (default: every data/tasks task)
 #        Phases by $PHASES (default "check warm time table"); $JOBS parallel checks (default 8);
-#        $GEN_ONLY: tasks whose hand family is not planned beside the generated V0.
+#        $GEN_ONLY: tasks whose hand family is not planned beside the generated V0;
+#        $KINDS: which V0s the check phase plans (default "gen hand", and "cute" with the DSL).
 set -uo pipefail
 kwiki=$(readlink -f "$1")
 work=$(mkdir -p "$2" && cd "$2" && pwd)
@@ -15,15 +18,18 @@ jobs=${JOBS:-8}
 phases=${PHASES:-check warm time table}
 export KWIKI_BUNDLED_WIKI=${KWIKI_BUNDLED_WIKI:-$root/gpu-wiki} KWIKI_INDEX=${KWIKI_INDEX:-$work/index}
 tasks=("$@")
+KINDS=${KINDS:-gen hand${KWIKI_DSL_PYTHON:+ cute}}
 if ((${#tasks[@]} == 0)); then
   for d in "$root"/data/tasks/*/; do tasks+=("$(basename "$d")"); done
 fi
-check() {  # plan (generated, and the default family unless $GEN_ONLY names the task) and check on the GPU, no timing
-  local t=$1 kind kinds=(gen hand)
-  [[ " ${GEN_ONLY:-} " == *" $t "* ]] && kinds=(gen)
+check() {  # plan (generated, CuteDSL, and the default family unless $GEN_ONLY names the task) and check on the GPU, no timing
+  local t=$1 kind kinds
+  read -r -a kinds <<< "$KINDS"
   for kind in "${kinds[@]}"; do
+    [[ $kind == hand && " ${GEN_ONLY:-} " == *" $t "* ]] && continue
     local ws=$work/ws/$t/$kind args=()
     [[ $kind == gen ]] && args=(--pattern generated)
+    [[ $kind == cute ]] && args=(--pattern generated --framework cutedsl)
     rm -rf "$ws"
     "$kwiki" plan --task "$root/data/tasks/$t" --gpu H200 --workspace "$ws" "${args[@]}" --json > "$work/$t.$kind.plan.json" 2> "$work/$t.$kind.plan.err"
     local fam
@@ -39,7 +45,7 @@ passed() { python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]
 if [[ " $phases " == *" check "* ]]; then
   "$kwiki" index --json > "$work/index.json" || exit 1
   export -f check
-  export kwiki work root GEN_ONLY
+  export kwiki work root GEN_ONLY KINDS
   printf '%s\n' "${tasks[@]}" | xargs -P "$jobs" -I{} bash -c 'check "$@"' _ {}
 fi
 ready=()

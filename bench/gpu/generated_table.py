@@ -16,7 +16,7 @@ def status(path):
 def main():
     work, tasks = sys.argv[1], sys.argv[2:]
     print("## Correctness on the GPU (kwiki baseline --no-timing, every shape)\n")
-    print("| task | generated V0 | hand family | hand V0 |\n| --- | --- | --- | --- |")
+    print("| task | generated V0 | CuteDSL V0 | hand family | hand V0 |\n| --- | --- | --- | --- | --- |")
     for t in tasks:
         hand = "-"
         try:
@@ -30,7 +30,7 @@ def main():
             except Exception:
                 p = None
             gen = "not lowered"
-        print("| %s | %s | %s | %s |" % (t, gen, hand, status(os.path.join(work, t + ".hand.check.json")) if hand not in ("-", "generated") else "-"))
+        print("| %s | %s | %s | %s | %s |" % (t, gen, status(os.path.join(work, t + ".cute.check.json")), hand, status(os.path.join(work, t + ".hand.check.json")) if hand not in ("-", "generated") else "-"))
     rows = []
     path = os.path.join(work, "results.jsonl")
     if os.path.exists(path):
@@ -41,18 +41,19 @@ def main():
     print("\n## Timings (us, median of 50 CUDA-graph replays, L2 flushed; one process per task)\n")
     print("Measured in the same run: copy bandwidth %.2f TB/s (1 GiB read + written), launch floor %.2f us (one tiny kernel replayed).\n" %
           (c["copy_tb_s"], c["launch_floor_us"]))
-    print("| task | shape | MB moved | generated | hand | eager | torch.compile | gen % of copy BW | gen / floor | gen vs eager | gen vs compile |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| task | shape | MB moved | generated | hand | CuteDSL | eager | torch.compile | gen % of copy BW | gen / floor | gen vs eager | gen vs compile |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        g, h = r.get("gen", {}), r.get("hand")
+        g, h, u = r.get("gen", {}), r.get("hand"), r.get("cute")
         gm = g.get("median") if g.get("ok") else None
         hm = h.get("median") if h and h.get("ok") else None
+        um = u.get("median") if u and u.get("ok") else None
         e, k = r["eager"]["median"], r["compile"]["median"]
         bw = r["bytes"] / (gm * 1e-6) / 1e12 if gm else None
         cell = lambda v: "%.2f" % v if v is not None else "-"
-        print("| %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["task"], r["shape"], r["bytes"] / 1e6, cell(gm) if g.get("ok") else ("FAIL" if g else "-"),
-            cell(hm) if h else "-", cell(e), cell(k), "%.0f%%" % (100 * bw / r["ceilings"]["copy_tb_s"]) if bw else "-",
+            cell(hm) if h else "-", cell(um) if u else "-", cell(e), cell(k), "%.0f%%" % (100 * bw / r["ceilings"]["copy_tb_s"]) if bw else "-",
             "%.2f" % (gm / r["ceilings"]["launch_floor_us"]) if gm else "-", "%.2fx" % (e / gm) if gm else "-", "%.2fx" % (k / gm) if gm else "-"))
 
 
