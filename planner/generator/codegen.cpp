@@ -396,6 +396,25 @@ std::string row_coords(const Kernel& k, const Writer& w, const std::string& ind)
   return s;
 }
 
+/// The elementwise kernel may run flat (one index for every access) when no value depends on the
+/// coordinates: no arange, no concat by coordinate, no gather, no per-row load.
+bool flat_eligible(const Kernel& k) {
+  for (const Node& n : k.nodes) {
+    if (n.op == OpKind::kIota || n.op == OpKind::kSelect) return false;
+    if (n.op == OpKind::kLoad && (n.access.index >= 0 || n.level == Level::kRow)) return false;
+  }
+  return true;
+}
+
+/// The accesses of element-level loads and of every store (what must be contiguous to run flat).
+std::vector<const Access*> element_accesses(const Kernel& k) {
+  std::vector<const Access*> out;
+  for (const Node& n : k.nodes)
+    if (n.op == OpKind::kLoad && n.level == Level::kElem) out.push_back(&n.access);
+  for (const Store& st : k.stores) out.push_back(&st.access);
+  return out;
+}
+
 std::string rows_expr(const Kernel& k, const Writer& w) {
   std::string s = "1LL";
   for (int o : k.outer) s += " * " + w.size(o);
@@ -603,8 +622,11 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     Writer w(k, backend, an);
     w.indent = "    ";
     w.chunk_value = [&](int id) { return "l" + std::to_string(an.chunk_of.at(id)) + pick(id); };
-    w.line("const long long row = static_cast<long long>(v / nacc);");
-    w.line("const long long chunk = static_cast<long long>(v - static_cast<IdxT>(row) * nacc);");
+    // kFlat: the launcher found every access contiguous over the whole domain, so one flat index
+    // addresses them all (row 0, every coordinate 0): no division per element, and W-wide chunks
+    // whenever the total is a multiple of W (a [N, C, 7, 7] map has none along its 7-wide rows).
+    w.line("const long long row = kFlat ? 0LL : static_cast<long long>(v / nacc);");
+    w.line("const long long chunk = kFlat ? static_cast<long long>(v) : static_cast<long long>(v - static_cast<IdxT>(row) * nacc);");
     w.out() += row_coords(k, w, "    ");
     chunk_loads(w, "chunk");
     std::vector<int> targets;
@@ -613,16 +635,16 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     final_pass(w, "chunk", false);
     src += "/// Elementwise: a grid-stride loop over rows x (N / W) chunks of W elements; chunk loads and stores\n"
            "/// are 16-byte vectors on the vector path (W > 1), scalar otherwise. IdxT: 32- or 64-bit indexing.\n";
-    src += "template <int W, typename IdxT>\nKWIKI_GLOBAL void __launch_bounds__(256) kernel_elementwise(const Args a, IdxT rows, IdxT nacc) {\n";
+    src += "template <int W, bool kFlat, typename IdxT>\nKWIKI_GLOBAL void __launch_bounds__(256) kernel_elementwise(const Args a, IdxT rows, IdxT nacc) {\n";
     src += "  const IdxT total = rows * nacc;\n  const IdxT stride = static_cast<IdxT>(gridDim.x) * blockDim.x;\n";
     src += "  for (IdxT v = static_cast<IdxT>(blockIdx.x) * blockDim.x + threadIdx.x; v < total; v += stride) {\n" + w.out() + "  }\n}\n\n";
-    src += "template <int W>\nint launch(const Args& a, long long rows, long long N, kwiki_stream_t stream) {\n"
+    src += "template <int W, bool kFlat = false>\nint launch(const Args& a, long long rows, long long N, kwiki_stream_t stream) {\n"
            "  const long long nacc = N / W;\n  const long long total = rows * nacc;\n"
            "  const long long blocks = kwiki::ceil_div(total, 256);\n"
            "  const long long cap = static_cast<long long>(kwiki::multiprocessor_count()) * 16;\n"
            "  const dim3 grid(static_cast<unsigned>(blocks < cap ? blocks : cap));\n"
-           "  if (total < (1LL << 31)) kernel_elementwise<W, unsigned><<<grid, 256, 0, stream>>>(a, static_cast<unsigned>(rows), static_cast<unsigned>(nacc));\n"
-           "  else kernel_elementwise<W, unsigned long long><<<grid, 256, 0, stream>>>(a, static_cast<unsigned long long>(rows), static_cast<unsigned long long>(nacc));\n"
+           "  if (total < (1LL << 31)) kernel_elementwise<W, kFlat, unsigned><<<grid, 256, 0, stream>>>(a, static_cast<unsigned>(rows), static_cast<unsigned>(nacc));\n"
+           "  else kernel_elementwise<W, kFlat, unsigned long long><<<grid, 256, 0, stream>>>(a, static_cast<unsigned long long>(rows), static_cast<unsigned long long>(nacc));\n"
            "  return kwiki_last_error();\n}\n\n";
   } else {
     // Rows: the row's chunks in registers (VPT per thread, next row prefetched), or re-read per pass (VPT = 0).
@@ -702,10 +724,10 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
             },
             [&] {
               switch (n.reduce) {
-                case ReduceKind::kSum: w.line(acc + " = kw_group_sum<kWarpRow>(" + acc + ");"); break;
-                case ReduceKind::kMax: w.line(acc + " = kw_group_max<kWarpRow>(" + acc + ");"); break;
-                case ReduceKind::kMin: w.line(acc + " = -kw_group_max<kWarpRow>(-" + acc + ");"); break;
-                default: w.line("kw_group_arg<kWarpRow>(" + acc + ", " + idx + ", " + (n.reduce == ReduceKind::kArgMax ? "true" : "false") + ");"); break;
+                case ReduceKind::kSum: w.line(acc + " = kw_group_sum<kWarpRow, kCluster>(" + acc + ");"); break;
+                case ReduceKind::kMax: w.line(acc + " = kw_group_max<kWarpRow, kCluster>(" + acc + ");"); break;
+                case ReduceKind::kMin: w.line(acc + " = -kw_group_max<kWarpRow, kCluster>(-" + acc + ");"); break;
+                default: w.line("kw_group_arg<kWarpRow, kCluster>(" + acc + ", " + idx + ", " + (n.reduce == ReduceKind::kArgMax ? "true" : "false") + ");"); break;
               }
               const std::string res = is_arg(n) ? idx : acc;
               w.line("const " + compute_type(n.dtype) + " r" + std::to_string(id) + " = static_cast<" + compute_type(n.dtype) + ">(" + res + ");");
@@ -738,8 +760,9 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     src += "/// Rows: one row per warp (short rows) or per block; with VPT > 0 this thread's chunks of the row are\n"
            "/// held in registers and the next row's are loaded while this one is reduced (a resident grid strides\n"
            "/// over the rows); with VPT = 0 (rows too long for registers) each pass re-reads the row (from L2).\n";
-    src += "template <int W, int VPT, bool kWarpRow>\nKWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT)) kernel_rows(const Args a) {\n";
-    src += "  using G = kwiki::RowGroup<kWarpRow>;\n  const int r = G::rank();\n  const int gs = G::size();\n";
+    src += "/// kCluster > 1 (CUDA, VPT = 0): a cluster of kCluster blocks shares each row (kw_cluster_row).\n";
+    src += "template <int W, int VPT, bool kWarpRow, int kCluster = 1>\nKWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT)) kernel_rows(const Args a) {\n";
+    src += "  using G = kw_row_group<kWarpRow, kCluster>;\n  const int r = G::rank();\n  const int gs = G::size();\n";
     src += "  const long long rows = " + rows_expr(k, probe) + ";\n  const int nacc = static_cast<int>(" + probe.size(k.inner) + " / W);\n";
     src += "  if constexpr (VPT > 0) {\n    struct Slice {\n";
     bool any_slice = false;
@@ -772,6 +795,18 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     // chunks a thread then, so half the threads share a row and twice the rows share an SM.
     const int min_vpt = an.reduces.size() >= 2 ? 2 : 1;
     src += "template <int W>\nint launch(const Args& a, long long rows, long long N, kwiki_stream_t stream) {\n"
+           "#if KWIKI_PLATFORM_CUDA\n"
+           "  // A few rows too long for registers: a cluster of blocks per row (Hopper clusters, vector path).\n"
+           "  if constexpr (W > 1) {\n"
+           "    if (N / W > kwiki::kRowRegElems / W * kwiki::kMaxBlock) {\n"
+           "      const int c = kw_split_cluster(rows, N / W);\n"
+           "      const int e = c == 16 ? kw_launch_clusters(kernel_rows<W, 0, false, 16>, 16, rows, stream, a)\n"
+           "                  : c == 8 ? kw_launch_clusters(kernel_rows<W, 0, false, 8>, 8, rows, stream, a) : -1;\n"
+           "      if (e >= 0) return e;\n"
+           "      if (c == 16 && kw_launch_clusters(kernel_rows<W, 0, false, 8>, 8, rows, stream, a) == 0) return 0;\n"
+           "    }\n"
+           "  }\n"
+           "#endif\n"
            "  return kwiki::launch_rows<W, W == 1 ? 1 : " + std::to_string(min_vpt) + ">(\n      N / W, rows, stream, [] { return kernel_rows<W, 0, false>; },\n"
            "      [](auto vpt, auto warp) { return kernel_rows<W, decltype(vpt)::value, decltype(warp)::value>; }, a);\n}\n\n";
   }
@@ -814,6 +849,25 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     cond += aligned(acc, st, st > 1 ? std::to_string(an.chunk_base[ci]) + "LL" : probe.size(acc.base));
   }
   for (int si : vec_stores) cond += aligned(k.stores[si].access, 1, probe.size(k.stores[si].access.base));
+  if (sk == Skeleton::kElementwise && flat_eligible(k)) {
+    // Flat when every element access is contiguous over the domain: inner stride 1, and each outer
+    // stride the product of the sizes inside it (an axis of size 1 may have any stride).
+    std::string contiguous = "true", flat_vec = "kW > 1 && (rows * N) % kW == 0";
+    for (const Access* acc : element_accesses(k)) {
+      contiguous += " && " + probe.size(acc->inner) + " == 1";
+      std::string inside = "N";
+      for (int x = static_cast<int>(acc->outer.size()) - 1; x >= 0; --x) {
+        contiguous += " && (" + probe.size(k.outer[x]) + " == 1 || " + probe.size(acc->outer[x]) + " == " + inside + ")";
+        inside += " * " + probe.size(k.outer[x]);
+      }
+      const int bytes = dtype_row(k.buffers[acc->buffer].dtype).bytes;
+      flat_vec += " && kwgen::chunk_aligned(a.b" + std::to_string(acc->buffer) + ", " + std::to_string(std::min(16, vw * bytes)) + ") && (" +
+                  probe.size(acc->base) + ") % kW == 0";
+    }
+    src += "  if (" + contiguous + ") {  // one flat index serves every access\n";
+    src += "    if (" + flat_vec + ") return kwgen::launch<kW, true>(a, 1, rows * N, st);\n";
+    src += "    return kwgen::launch<1, true>(a, 1, rows * N, st);\n  }\n";
+  }
   src += "  if (" + cond + ") return kwgen::launch<kW>(a, rows, N, st);\n";
   src += "  return kwgen::launch<1>(a, rows, N, st);\n}\n";
   return src;

@@ -219,18 +219,19 @@ constexpr const char* kHost = R"PY(
 _COMPILED = {}
 
 
-def _dsl_tensor(t):
+def _dsl_tensor(t, vec):
     from cutlass.cute.runtime import from_dlpack
 
-    t = t.view(-1)
+    t = t.detach().view(-1)  # parameters require grad, which DLPack refuses; the kernel only reads them
     if t.dtype == torch.bool:
         t = t.view(torch.uint8)  # bool tensors travel as uint8 0 / 1 (see BUFFERS)
-    return from_dlpack(t, assumed_align=t.element_size()).mark_layout_dynamic()
+    # The vector kernel's 16-byte copy atoms need the pointer's alignment declared (_vector_ok checked it).
+    return from_dlpack(t, assumed_align=16 if vec else t.element_size()).mark_layout_dynamic()
 
 
 def _launch(tensors, sizes, floats, rows, n, vec):
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
-    args = [_dsl_tensor(t) for t in tensors] + [cutlass.Int32(s) for s in sizes] + [cutlass.Float32(f) for f in floats]
+    args = [_dsl_tensor(t, vec) for t in tensors] + [cutlass.Int32(s) for s in sizes] + [cutlass.Float32(f) for f in floats]
     args += [cutlass.Int32(rows), cutlass.Int32(n), stream]
     fn = launch_vec if vec else launch
     if fn not in _COMPILED:

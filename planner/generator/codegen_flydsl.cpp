@@ -225,7 +225,7 @@ constexpr const char* kHost = R"PY(
 # ---- FlyDSL host side: launch through the jit function; compile_check without a device ----
 
 def _dsl_tensor(t):
-    t = t.view(-1)
+    t = t.detach().view(-1)  # parameters require grad, which DLPack refuses; the kernel only reads them
     if t.dtype == torch.bool:
         t = t.view(torch.uint8)  # bool tensors travel as uint8 0 / 1 (see BUFFERS); torch 1.13's DLPack refuses bool
     return flyc.from_dlpack(t).mark_layout_dynamic(leading_dim=0, divisibility=1)

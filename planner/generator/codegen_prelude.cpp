@@ -140,6 +140,7 @@ const std::string& gpu_prelude() {
   static const std::string text = R"CPP(// ---- kwiki generator prelude (CUDA / HIP) ----
 #include "kwiki_compat.cuh"
 #if KWIKI_PLATFORM_CUDA
+#include <cooperative_groups.h>
 #include <cuda_fp8.h>
 #endif
 
@@ -366,20 +367,78 @@ KWIKI_DEVICE void kw_store_chunk(T* __restrict__ p, const V (&v)[W]) {
 
 inline bool chunk_aligned(const void* p, int bytes) { return (reinterpret_cast<std::uintptr_t>(p) % static_cast<unsigned>(bytes)) == 0; }
 
-/// Sum and max over a row group (a warp, or the block), every thread getting the result.
-template <bool kWarpRow, typename V>
+// ---- Split rows: one row over a cluster of kCluster blocks (Hopper thread-block clusters) ----
+// A few very long rows (one 128k-256k vocabulary row) leave all but a few multiprocessors idle
+// when one block walks each row. On CUDA (sm_90) the row kernel can instead run a cluster of
+// kCluster blocks per row: each block reduces its share, the block results are exchanged
+// through distributed shared memory, and every block combines them in rank order, so all of
+// them hold the same row result. HIP (CDNA has no clusters) keeps one block per row.
+
+/// The threads of one row when a cluster of kCluster blocks shares it (kCluster > 1, CUDA only).
+template <int kCluster>
+struct kw_cluster_row {
+#if KWIKI_PLATFORM_CUDA
+  KWIKI_DEVICE static int block_rank() { return static_cast<int>(cooperative_groups::this_cluster().block_rank()); }
+#else
+  KWIKI_DEVICE static int block_rank() { return 0; }
+#endif
+  KWIKI_DEVICE static int rank() { return block_rank() * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x); }
+  KWIKI_DEVICE static int size() { return kCluster * static_cast<int>(blockDim.x); }
+  KWIKI_DEVICE static long long first_row() { return static_cast<long long>(blockIdx.x) / kCluster; }
+  KWIKI_DEVICE static long long row_stride() { return static_cast<long long>(gridDim.x) / kCluster; }
+};
+
+/// The row group of a row kernel: a warp, a block, or (kCluster > 1) a cluster of blocks.
+template <bool kWarpRow, int kCluster>
+using kw_row_group = typename std::conditional<(kCluster > 1), kw_cluster_row<kCluster>, kwiki::RowGroup<kWarpRow>>::type;
+
+/// Combines one value per block of the cluster, in block-rank order, with op; every thread of
+/// every block gets the same result. Called by all threads of all the cluster's blocks with
+/// their block's (already block-reduced) value. Two cluster barriers: the slot is read by all
+/// blocks before any block writes it again.
+template <int kCluster, typename V, typename Op>
+KWIKI_DEVICE V kw_cluster_combine(V v, Op op) {
+#if KWIKI_PLATFORM_CUDA
+  if constexpr (kCluster > 1) {
+    __shared__ V slot;
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    if (threadIdx.x == 0) slot = v;
+    cluster.sync();
+    V r = *cluster.map_shared_rank(&slot, 0);
+#pragma unroll 1
+    for (int b = 1; b < kCluster; ++b) r = op(r, *cluster.map_shared_rank(&slot, b));
+    cluster.sync();
+    return r;
+  }
+#endif
+  return v;
+}
+
+/// The larger of two fp32 values by the key warp_max_f32 reduces (NaN of either sign ranks as the warp max does).
+KWIKI_DEVICE float kw_key_max(float a, float b) {
+  const int ka = __float_as_int(a), kb = __float_as_int(b);
+  return (ka >= 0 ? ka : ka ^ 0x7fffffff) >= (kb >= 0 ? kb : kb ^ 0x7fffffff) ? a : b;
+}
+
+/// Sum and max over a row group (a warp, the block, or a cluster of blocks), every thread getting the result.
+template <bool kWarpRow, int kCluster = 1, typename V>
 KWIKI_DEVICE V kw_group_sum(V v) {
   if constexpr (kWarpRow) return kwiki::warp_reduce_sum(v);
-  else return kwiki::block_reduce_sum(v);
+  else return kw_cluster_combine<kCluster>(kwiki::block_reduce_sum(v), [](V x, V y) { return x + y; });
 }
-template <bool kWarpRow, typename V>
+template <bool kWarpRow, int kCluster = 1, typename V>
 KWIKI_DEVICE V kw_group_max(V v) {
-  if constexpr (std::is_same<V, float>::value) return kwiki::RowGroup<kWarpRow>::max(v);
-  else if constexpr (kWarpRow) return kwiki::warp_reduce_max(v);
-  else return kwiki::block_reduce_max<V>(v, kw_lowest<V>());
+  if constexpr (std::is_same<V, float>::value) {
+    if constexpr (kWarpRow) return kwiki::RowGroup<true>::max(v);
+    else return kw_cluster_combine<kCluster>(kwiki::RowGroup<false>::max(v), [](float x, float y) { return kw_key_max(x, y); });
+  } else if constexpr (kWarpRow) {
+    return kwiki::warp_reduce_max(v);
+  } else {
+    return kw_cluster_combine<kCluster>(kwiki::block_reduce_max<V>(v, kw_lowest<V>()), [](V x, V y) { return y > x ? y : x; });
+  }
 }
 /// Arg-max/min over a row group: the best value, the lowest index among equals, NaN first.
-template <bool kWarpRow>
+template <bool kWarpRow, int kCluster = 1>
 KWIKI_DEVICE void kw_group_arg(float& v, long long& idx, bool is_max) {
 #pragma unroll
   for (int offset = KWIKI_WARP_SIZE / 2; offset > 0; offset >>= 1) {
@@ -422,7 +481,85 @@ KWIKI_DEVICE void kw_group_arg(float& v, long long& idx, bool is_max) {
     __syncthreads();
     v = rv;
     idx = ri;
+#if KWIKI_PLATFORM_CUDA
+    if constexpr (kCluster > 1) {  // the blocks' (value, index) pairs, combined in rank order
+      __shared__ float cv;
+      __shared__ long long ci;
+      cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+      if (threadIdx.x == 0) {
+        cv = v;
+        ci = idx;
+      }
+      cluster.sync();
+      v = *cluster.map_shared_rank(&cv, 0);
+      idx = *cluster.map_shared_rank(&ci, 0);
+#pragma unroll 1
+      for (int b = 1; b < kCluster; ++b) {
+        const float ov = *cluster.map_shared_rank(&cv, b);
+        const long long oi = *cluster.map_shared_rank(&ci, b);
+        if (kw_arg_better(ov, oi, v, idx, is_max)) {
+          v = ov;
+          idx = oi;
+        }
+      }
+      cluster.sync();
+    }
+#endif
   }
+}
+
+/// Blocks per row for a split-row launch of `rows` rows of `nacc` accesses on CUDA: 16 or 8
+/// when the rows are too few to fill the multiprocessors one block each and long enough that
+/// each block of the cluster still gets 1024 accesses or more; 1 for the ordinary launch.
+inline int kw_split_cluster(long long rows, long long nacc) {
+#if KWIKI_PLATFORM_CUDA
+  const long long sms = kwiki::multiprocessor_count();
+  if (rows < 1 || 2 * rows > sms) return 1;
+  for (int c : {16, 8}) {
+    if (nacc >= 1024LL * c && rows * c <= 2 * sms) return c;
+  }
+#else
+  (void)rows;
+  (void)nacc;
+#endif
+  return 1;
+}
+
+/// Launches kernel on clusters of c blocks (one cluster per row, 1024 threads a block); the
+/// launch error, or -1 when the device cannot hold such a cluster (the caller then launches as usual).
+template <typename Kernel, typename... Args>
+inline int kw_launch_clusters(Kernel kernel, int c, long long rows, kwiki_stream_t stream, Args... args) {
+#if KWIKI_PLATFORM_CUDA
+  if (c > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(rows * c));
+  cfg.blockDim = dim3(static_cast<unsigned>(kwiki::kMaxBlock));
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(c);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess || clusters < 1) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  if (cudaLaunchKernelEx(&cfg, kernel, args...) != cudaSuccess) return kwiki_last_error();
+  return 0;
+#else
+  (void)kernel;
+  (void)c;
+  (void)rows;
+  (void)stream;
+  return -1;
+#endif
 }
 
 }  // namespace kwgen
