@@ -380,8 +380,50 @@ std::string args_struct(const Kernel& k, Backend b) {
     s += "  " + std::string(ro ? "const " : "") + storage_type(buf.dtype, b) + "* b" + std::to_string(i) + ";  // " + buf.role + " " + buf.name + "\n";
   }
   s += "  long long s[" + std::to_string(std::max<std::size_t>(1, k.sizes.size())) + "];  // size slots\n";
-  s += "  float f[" + std::to_string(std::max<std::size_t>(1, k.floats.size())) + "];  // float parameters\n};\n";
+  s += "  float f[" + std::to_string(std::max<std::size_t>(1, k.floats.size())) + "];  // float parameters\n";
+  if (b != Backend::kCpu && k.outer.size() > 1) s += "  int flat_rows;  // every access's outer axes collapse into one row stride (the launcher checks)\n";
+  s += "};\n";
   return s;
+}
+
+std::string row_coords(const Kernel& k, const Writer& w, const std::string& ind);
+
+/// The GPU kernels' row coordinates: with Args::flat_rows the last outer axis takes the whole row
+/// index and the others are 0 (no 64-bit division per row); else the row is divided out per axis.
+std::string row_coords(const Kernel& k, const Writer& w, const std::string& ind, bool flat_field) {
+  const int last = static_cast<int>(k.outer.size()) - 1;
+  if (!flat_field || last < 1) return row_coords(k, w, ind);
+  std::string s;
+  for (int x = 0; x <= last; ++x) s += ind + "long long o" + std::to_string(x) + " = " + (x == last ? "row" : "0") + ";\n";
+  s += ind + "if (!a.flat_rows) {\n" + ind + "  long long rem = row;\n";
+  for (int x = last; x >= 0; --x) {
+    const std::string o = "o" + std::to_string(x);
+    if (x == 0) s += ind + "  " + o + " = rem;\n";
+    else s += ind + "  " + o + " = rem % " + w.size(k.outer[x]) + ";\n" + ind + "  rem /= " + w.size(k.outer[x]) + ";\n";
+  }
+  s += ind + "}\n";
+  for (int x = 0; x <= last; ++x) s += ind + "(void)o" + std::to_string(x) + ";\n";
+  return s;
+}
+
+/// The launcher's test for Args::flat_rows: no value reads an outer coordinate, and for every access
+/// each outer stride is the last one's times the sizes inside it (an axis of size 1 may have any).
+std::string flat_rows_test(const Kernel& k, const Writer& w) {
+  for (const Node& n : k.nodes)
+    if (n.op == OpKind::kIota && n.axis >= 0) return "false";
+  const int last = static_cast<int>(k.outer.size()) - 1;
+  std::string t = w.size(k.outer[last]) + " != 1";
+  const auto check = [&](const Access& acc) {
+    std::string inside = w.size(k.outer[last]);
+    for (int x = last - 1; x >= 0; --x) {
+      t += " && (" + w.size(k.outer[x]) + " == 1 || " + w.size(acc.outer[x]) + " == " + w.size(acc.outer[last]) + " * " + inside + ")";
+      inside += " * " + w.size(k.outer[x]);
+    }
+  };
+  for (const Node& n : k.nodes)
+    if (n.op == OpKind::kLoad) check(n.access);
+  for (const Store& st : k.stores) check(st.access);
+  return t;
 }
 
 std::string row_coords(const Kernel& k, const Writer& w, const std::string& ind) {
@@ -627,7 +669,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     // whenever the total is a multiple of W (a [N, C, 7, 7] map has none along its 7-wide rows).
     w.line("const long long row = kFlat ? 0LL : static_cast<long long>(v / nacc);");
     w.line("const long long chunk = kFlat ? static_cast<long long>(v) : static_cast<long long>(v - static_cast<IdxT>(row) * nacc);");
-    w.out() += row_coords(k, w, "    ");
+    w.out() += row_coords(k, w, "    ", true);
     chunk_loads(w, "chunk");
     std::vector<int> targets;
     for (const auto& s : k.stores) targets.push_back(s.node);
@@ -660,7 +702,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
       } else {
         w.chunk_value = [&](int id) { return "l" + std::to_string(an.chunk_of.at(id)) + pick(id); };
       }
-      w.out() += row_coords(k, w, "      ");
+      w.out() += row_coords(k, w, "      ", true);
       if (registers && !an.kept.empty()) {
         w.line("// Values a later pass reads again, kept in registers when " + std::to_string(an.kept.size()) + " x VPT x W fit in 16 floats.");
         w.line("constexpr bool kKeep = " + std::to_string(an.kept.size()) + " * VPT * W <= 16;");
@@ -776,7 +818,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     {
       Writer w(k, backend, an);
       w.indent = "          ";
-      w.out() += row_coords(k, w, "          ");
+      w.out() += row_coords(k, w, "          ", true);
       w.line("#pragma unroll");
       w.line("for (int i = 0; i < VPT; ++i) {");
       w.line("  const int chunk = r + i * gs;");
@@ -826,6 +868,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
            "]);\n  if (a.b" + std::to_string(i) + " == nullptr) return -1;\n";
   }
   src += "  for (int i = 0; i < num_dims; ++i) a.s[i] = dims[i];\n  for (int i = 0; i < num_params; ++i) a.f[i] = static_cast<float>(params[i]);\n";
+  if (k.outer.size() > 1) src += "  a.flat_rows = (" + flat_rows_test(k, probe) + ") ? 1 : 0;\n";
   src += "  const long long rows = " + rows_expr(k, probe) + ";\n  const long long N = " + probe.size(k.inner) + ";\n";
   src += "  if (rows < 0 || N < 0 || N > INT_MAX) return -1;\n  if (rows == 0 || N == 0) return 0;\n";
   src += "  const kwiki_stream_t st = static_cast<kwiki_stream_t>(stream);\n";
