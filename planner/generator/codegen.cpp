@@ -388,6 +388,17 @@ std::string args_struct(const Kernel& k, Backend b) {
 
 std::string row_coords(const Kernel& k, const Writer& w, const std::string& ind);
 
+/// The node whose value a GPU store converts: a cast to the stored float type is skipped (the store
+/// rounds the same way), which saves fp8 stores an encode and a decode per element.
+int stored_node(const Kernel& k, const Store& s) {
+  const Node& n = k.nodes[s.node];
+  const DType to = k.buffers[s.access.buffer].dtype;
+  const auto narrow = [](DType d) { return d == DType::kBF16 || d == DType::kF16 || d == DType::kE4M3FN || d == DType::kE4M3FNUZ; };
+  const auto floating = [&](DType d) { return narrow(d) || d == DType::kF32 || d == DType::kF64; };
+  if (n.op == OpKind::kCast && n.dtype == to && narrow(to) && floating(k.nodes[n.args[0]].dtype)) return n.args[0];
+  return s.node;
+}
+
 /// The GPU kernels' row coordinates: with Args::flat_rows the last outer axis takes the whole row
 /// index and the others are 0 (no 64-bit division per row); else the row is divided out per axis.
 std::string row_coords(const Kernel& k, const Writer& w, const std::string& ind, bool flat_field) {
@@ -631,7 +642,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
       const Store& s = k.stores[i];
       const Buffer& b = k.buffers[s.access.buffer];
       if (skip_row_stores && k.nodes[s.node].level != Level::kElem && is_const(k, s.access.inner, 0)) continue;
-      const std::string v = w.value(s.node);
+      const std::string v = w.value(stored_node(k, s));
       if (std::find(vec_stores.begin(), vec_stores.end(), static_cast<int>(i)) != vec_stores.end()) {
         w.line("st" + std::to_string(i) + "[j] = " + v + ";  // " + b.name);
       } else {
@@ -786,7 +797,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
       for (int si : row_stores) {
         const Store& s = k.stores[si];
         const Buffer& b = k.buffers[s.access.buffer];
-        const std::string v = w.value(s.node);
+        const std::string v = w.value(stored_node(k, s));
         w.line("if (r == 0) { const long long c = 0; (void)c; " + w.buf(s.access.buffer) + "[" + w.offset(s.access) + "] = kw_from_c<" +
                storage_type(b.dtype, backend) + ">(" + v + "); }  // " + b.name);
       }
