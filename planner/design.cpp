@@ -279,8 +279,14 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     } else {
       add("skeleton", "rows with a reduction: one warp (short rows) or one block per row, the row's 16-byte chunks held in registers and the next row "
                       "loaded while this one is reduced, on a resident grid; rows too long for registers re-read per pass; no reduction: a grid-stride "
-                      "elementwise loop over 16-byte chunks",
+                      "elementwise loop over 16-byte chunks, one flat index when every access is contiguous (checked per call)",
           wiki.ask("row skeleton", "row reduction kernel one block per row registers prefetch next row resident grid " + lang));
+      add("split rows", amd ? std::string("rows too long for registers, too few to fill the device: still one block per row on CDNA (no thread-block "
+                                          "clusters; a two-pass split is not written yet)")
+                            : std::string("rows too long for registers, fewer than half the SMs: a cluster of 16 (else 8) blocks per row, each block's "
+                                          "partial combined through distributed shared memory in rank order, so every block holds the same row result"),
+          amd ? wiki.ask("split rows", "split-row two-pass reduction very long rows few rows")
+              : wiki.ask("split rows", "very long row few rows thread block cluster distributed shared memory split-row reduction"));
       add("vector width", std::to_string(vec) + " elements (16 bytes) a chunk when every chunked access is aligned and the row length divides; a scalar "
                           "path otherwise", vec_rec);
     }
