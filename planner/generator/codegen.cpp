@@ -672,28 +672,43 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
   };
 
   if (sk == Skeleton::kElementwise) {
-    Writer w(k, backend, an);
-    w.indent = "    ";
-    w.chunk_value = [&](int id) { return "l" + std::to_string(an.chunk_of.at(id)) + pick(id); };
     // kFlat: the launcher found every access contiguous over the whole domain, so one flat index
     // addresses them all (row 0, every coordinate 0): no division per element, and W-wide chunks
     // whenever the total is a multiple of W (a [N, C, 7, 7] map has none along its 7-wide rows).
-    w.line("const long long row = kFlat ? 0LL : static_cast<long long>(v / nacc);");
-    w.line("const long long chunk = kFlat ? static_cast<long long>(v) : static_cast<long long>(v - static_cast<IdxT>(row) * nacc);");
-    w.out() += row_coords(k, w, "    ", true);
-    chunk_loads(w, "chunk");
+    // A thread then takes U = 4 chunks a step, all loads issued before the first store.
+    const auto coords = [&](Writer& w) {
+      w.line("const long long row = kFlat ? 0LL : static_cast<long long>(v / nacc);");
+      w.line("const long long chunk = kFlat ? static_cast<long long>(v) : static_cast<long long>(v - static_cast<IdxT>(row) * nacc);");
+      w.out() += row_coords(k, w, w.indent, true);
+    };
+    Writer wl(k, backend, an);  // the loads of chunk u
+    wl.indent = "        ";
+    coords(wl);
+    for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci)
+      wl.line("l" + std::to_string(ci) + "[u].load(" + chunk_ptr(wl, ci, "chunk") + ");");
+    Writer w(k, backend, an);  // the values and stores of chunk u
+    w.indent = "        ";
+    w.chunk_value = [&](int id) { return "l" + std::to_string(an.chunk_of.at(id)) + "[u]" + pick(id); };
+    coords(w);
     std::vector<int> targets;
     for (const auto& s : k.stores) targets.push_back(s.node);
     w.hoist(targets, {});
     final_pass(w, "chunk", false);
+    std::string decls;
+    for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) decls += "    " + chunk_type(ci) + " l" + std::to_string(ci) + "[U];\n";
+    const std::string step = "      const IdxT v = first + static_cast<IdxT>(u) * stride;\n      if (v >= total) break;\n";
     src += "/// Elementwise: a grid-stride loop over rows x (N / W) chunks of W elements; chunk loads and stores\n"
            "/// are 16-byte vectors on the vector path (W > 1), scalar otherwise. IdxT: 32- or 64-bit indexing.\n";
     src += "template <int W, bool kFlat, typename IdxT>\nKWIKI_GLOBAL void __launch_bounds__(256) kernel_elementwise(const Args a, IdxT rows, IdxT nacc) {\n";
+    src += "  constexpr int U = kFlat ? 4 : 1;  // chunks a thread takes a step\n";
     src += "  const IdxT total = rows * nacc;\n  const IdxT stride = static_cast<IdxT>(gridDim.x) * blockDim.x;\n";
-    src += "  for (IdxT v = static_cast<IdxT>(blockIdx.x) * blockDim.x + threadIdx.x; v < total; v += stride) {\n" + w.out() + "  }\n}\n\n";
+    src += "  for (IdxT first = static_cast<IdxT>(blockIdx.x) * blockDim.x + threadIdx.x; first < total; first += stride * U) {\n" + decls;
+    src += "    #pragma unroll\n    for (int u = 0; u < U; ++u) {\n" + step + "      {\n" + wl.out() + "      }\n    }\n";
+    src += "    #pragma unroll\n    for (int u = 0; u < U; ++u) {\n" + step + "      {\n" + w.out() + "      }\n    }\n";
+    src += "  }\n}\n\n";
     src += "template <int W, bool kFlat = false>\nint launch(const Args& a, long long rows, long long N, kwiki_stream_t stream) {\n"
            "  const long long nacc = N / W;\n  const long long total = rows * nacc;\n"
-           "  const long long blocks = kwiki::ceil_div(total, 256);\n"
+           "  const long long blocks = kwiki::ceil_div(total, kFlat ? 256 * 4 : 256);\n"
            "  const long long cap = static_cast<long long>(kwiki::multiprocessor_count()) * 16;\n"
            "  const dim3 grid(static_cast<unsigned>(blocks < cap ? blocks : cap));\n"
            "  if (total < (1LL << 31)) kernel_elementwise<W, kFlat, unsigned><<<grid, 256, 0, stream>>>(a, static_cast<unsigned>(rows), static_cast<unsigned>(nacc));\n"
