@@ -1,8 +1,9 @@
 // mma_fragments_check.cu: checks on the host (no GPU) that the tensor-core paths of mla_decode.cuh
-// address ldmatrix and mma.sync m16n8k16 as PTX defines them: an emulation of the two
-// instructions (PTX ISA, "Matrix fragments for mma.m16n8k16" and "ldmatrix") fed with the
-// kernels' own lane addressing (tc::x4_row ...) gives the products Q K^T and P V computed
-// directly. Also: the split choice covers every token with at most S splits.
+// and paged_decode_attention_vllm.cuh address ldmatrix and mma.sync m16n8k16 as PTX defines them:
+// an emulation of the two instructions (PTX ISA, "Matrix fragments for mma.m16n8k16" and
+// "ldmatrix") fed with the kernels' own lane addressing (tc::x4_row, tc::k_lane ...) gives the
+// products Q K^T and P V computed directly, and the vLLM stage's ldmatrix reads are free of bank
+// conflicts. Also: the split choices cover every token with at most S splits.
 // Build and run (tests/check_mma_fragments.sh): nvcc -std=c++17 -I baseline/kernels THIS -o x && ./x
 #include <array>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "mla_decode.cuh"
+#include "paged_decode_attention_vllm.cuh"
 
 namespace {
 
@@ -164,6 +166,90 @@ void check_values(int MT, int Dqk, int Dv) {
     }
 }
 
+
+// The vLLM-layout chunk of paged_vllm_tc_kernel: K and V of 16 tokens placed by k_piece / v_piece,
+// read back by k_lane / v_lane; A = rows 0..7 (the GQA group's heads), rows 8..15 zero.
+void check_vllm(int D) {
+  namespace tc = kwiki_paged_decode_vllm::tc;
+  constexpr int kTok = tc::kChunk;
+  std::mt19937 gen(D);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> k(kTok * D), v(kTok * D), q(8 * D), p(8 * kTok);
+  for (auto* vec : {&k, &v, &q, &p})
+    for (auto& x : *vec) x = u(gen);
+  std::vector<float> stage(2 * D * kTok, NAN);  // elements; byte offsets / 2
+  for (int c = 0; c < D / 8; ++c)
+    for (int r = 0; r < kTok; ++r)
+      for (int x = 0; x < 8; ++x) stage[tc::k_piece(c, r) / 2 + x] = k[r * D + 8 * c + x];
+  for (int d = 0; d < D; ++d)
+    for (int h = 0; h < 2; ++h)
+      for (int x = 0; x < 8; ++x) stage[tc::v_piece(D, d, h) / 2 + x] = v[(8 * h + x) * D + d];
+  auto conflict_free = [&](const int (&addr)[32], const char* what) {
+    for (int m = 0; m < 4; ++m) {
+      unsigned banks = 0;  // 16-byte bank groups of the 8 rows of matrix m
+      for (int r = 0; r < 8; ++r) banks |= 1u << ((addr[8 * m + r] * 2 / 16) % 8);
+      if (banks != 0xffu && ++failures <= 10) std::printf("FAIL %s: bank conflict in matrix %d\n", what, m);
+    }
+  };
+  auto a_frag = [&](const std::vector<float>& a, int cols, int k0) {  // rows 0..7 of a [8][cols], rows 8..15 zero
+    std::vector<std::array<Reg, 4>> f(32);
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, c = l % 4;
+      f[l][0] = {a[g * cols + k0 + 2 * c], a[g * cols + k0 + 2 * c + 1]};
+      f[l][1] = {0.f, 0.f};
+      f[l][2] = {a[g * cols + k0 + 8 + 2 * c], a[g * cols + k0 + 9 + 2 * c]};
+      f[l][3] = {0.f, 0.f};
+    }
+    return f;
+  };
+  // Scores.
+  std::vector<std::array<float, 4>> s0(32, {0, 0, 0, 0}), s1(32, {0, 0, 0, 0});
+  for (int kk = 0; kk < D / 16; ++kk) {
+    int addr[32];
+    for (int l = 0; l < 32; ++l) addr[l] = tc::k_lane(l, kk) / 2;
+    conflict_free(addr, "K ldmatrix");
+    const auto r = ldmatrix(stage, addr, 4, false);
+    std::vector<std::array<Reg, 2>> b01(32), b23(32);
+    for (int l = 0; l < 32; ++l) {
+      b01[l] = {r[l][0], r[l][1]};
+      b23[l] = {r[l][2], r[l][3]};
+    }
+    const auto a = a_frag(q, D, 16 * kk);
+    mma(s0, a, b01);
+    mma(s1, a, b23);
+  }
+  for (int l = 0; l < 32; ++l)
+    for (int j = 0; j < 4; ++j) {
+      const int g = l / 4, t = (j >> 1) * 8 + 2 * (l % 4) + (j & 1);
+      double want = 0;
+      for (int d = 0; d < D; ++d) want += static_cast<double>(q[g * D + d]) * k[t * D + d];
+      expect_close((j >> 1 ? s1 : s0)[l][j & 1], want, "vllm scores", g, t);
+    }
+  // Values.
+  const auto a = a_frag(p, kTok, 0);
+  for (int c = 0; c < D / 16; ++c) {
+    int addr[32];
+    for (int l = 0; l < 32; ++l) addr[l] = tc::v_lane(D, l, c) / 2;
+    conflict_free(addr, "V ldmatrix");
+    const auto r = ldmatrix(stage, addr, 4, false);
+    std::vector<std::array<Reg, 2>> b01(32), b23(32);
+    for (int l = 0; l < 32; ++l) {
+      b01[l] = {r[l][0], r[l][1]};
+      b23[l] = {r[l][2], r[l][3]};
+    }
+    std::vector<std::array<float, 4>> o0(32, {0, 0, 0, 0}), o1(32, {0, 0, 0, 0});
+    mma(o0, a, b01);
+    mma(o1, a, b23);
+    for (int l = 0; l < 32; ++l)
+      for (int j = 0; j < 4; ++j) {
+        const int g = l / 4, d = 16 * c + (j >> 1) * 8 + 2 * (l % 4) + (j & 1);
+        double want = 0;
+        for (int t = 0; t < kTok; ++t) want += static_cast<double>(p[g * kTok + t]) * v[t * D + d];
+        expect_close((j >> 1 ? o1 : o0)[l][j & 1], want, "vllm values", g, d);
+      }
+  }
+}
+
 void check_splits() {
   namespace m = kwiki_mla_decode;
   for (long long items : {1ll, 7ll, 64ll, 128ll, 256ll, 100000ll})
@@ -173,7 +259,13 @@ void check_splits() {
           const long long used = m::choose_tc_splits(items, tokens, S, resident);
           const long long part = (tokens + used - 1) / used;
           if (used < 1 || used > S || used > m::tc::kMaxSplits || part * used < tokens) {
-            if (++failures <= 10) std::printf("FAIL splits items %lld tokens %lld S %lld: %lld\n", items, tokens, S, used);
+            if (++failures <= 10) std::printf("FAIL mla splits items %lld tokens %lld S %lld: %lld\n", items, tokens, S, used);
+          }
+          namespace v = kwiki_paged_decode_vllm;
+          const long long vused = v::choose_tc_splits(items, tokens, S, resident);
+          const long long vpart = ((tokens + vused - 1) / vused + v::tc::kChunk - 1) / v::tc::kChunk * v::tc::kChunk;
+          if (vused < 1 || vused > S || vused > 65535 || vpart * vused < tokens) {
+            if (++failures <= 10) std::printf("FAIL vllm splits items %lld tokens %lld S %lld: %lld\n", items, tokens, S, vused);
           }
         }
 }
@@ -187,6 +279,8 @@ int main() {
     check_values(MT, 576, 512);
     check_values(MT, 128, 64);
   }
+  check_vllm(128);
+  check_vllm(64);
   check_splits();
   std::printf("%s: %d failures\n", failures ? "FAIL" : "ok", failures);
   return failures ? 1 : 0;
