@@ -332,6 +332,7 @@ paged_vllm_tc_kernel(const T* __restrict__ query, const T* __restrict__ key_cach
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();
 #else
+  static_assert(sizeof(T) == 2, "the tensor-core path takes bf16 or fp16 (X = 8 elements, 16 bytes)");
   constexpr int STAGE = Sizes<D>::STAGE;
   constexpr int kWarpsTc = kThreadsTc / 32;
   constexpr float kLog2e = 1.4426950408889634f;
@@ -403,7 +404,7 @@ paged_vllm_tc_kernel(const T* __restrict__ query, const T* __restrict__ key_cach
       cp_async16(st + k_piece(c, r), kp + (static_cast<long long>(c) * s.P + r) * 8, r < valid ? 16 : 0);
       const int d = piece / 2, h = piece % 2;  // V: dim, token half
       const int vt = min(max(valid - 8 * h, 0), 8);
-      cp_async16(st + v_piece(D, d, h), vp + static_cast<long long>(d) * s.P + 8 * h, 2 * vt);
+      cp_async16(st + v_piece(D, d, h), vp + static_cast<long long>(d) * s.P + 8 * h, vt * static_cast<int>(sizeof(T)));
     }
   };
 
