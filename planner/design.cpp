@@ -241,7 +241,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
         gqa_rec);
     add("split-KV", "splits = max(ceil(context / 512), min(ceil(2 x " + std::to_string(units) + " / (batch x KV heads)), ceil(context / 64))); "
                     "a second kernel merges the fp32 partials with their log-sum-exp" + std::string(amd ? "" : "; the tensor-core kernel "
-                    "uses the fewest of them that fill the device's resident blocks"),
+                    "uses at most that many: the count with the least modeled time in waves of resident blocks"),
         split_rec);
     if (amd) {
       add("data movement", "keys [NB, Hkv, D/x, P, x]: a wavefront reads one page as 16-byte x-groups, lanes over the page's tokens then over "
@@ -285,8 +285,8 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
           wiki.ask("tensor cores", "MLA decode wgmma tensor cores FlashMLA"));
     }
     add("split-KV", "splits = max(ceil(context / 256), min(ceil(2 x " + std::to_string(units) + " / (batch x head groups)), ceil(context / 64))); "
-                    "partials merged with their LSE" + std::string(amd ? "" : "; the tensor-core kernel uses the fewest of them that fill the "
-                    "device's resident blocks"),
+                    "partials merged with their LSE" + std::string(amd ? "" : "; the tensor-core kernel uses at most that many: "
+                    "the count with the least modeled time in waves of resident blocks"),
         split_rec);
     add("softmax", "fp32 scores and partials; the value is the first Dv dims of the same cache row (no second cache read)",
         wiki.ask("numerics", "merge split-kv partial outputs with their log-sum-exp combine"));

@@ -16,7 +16,7 @@
 // 1. Tensor cores (tc::paged_vllm_tc_kernel; CUDA builds for sm_80+, T bf16 or fp16, D 64 or 128,
 //    Hq / Hkv <= 8, P a multiple of 16): the vLLM-layout form of paged_decode_attention.cuh's
 //    pda_mma_kernel (the flash layout's, 499-511 us at B32 ctx16384 on the H200, about the copy
-//    rate): a block per (split, KV head, sequence) holds the GQA group's query heads as mma
+//    rate: bench/results/decode_kernel_bench-h200.txt): a block per (split, KV head, sequence) holds the GQA group's query heads as mma
 //    rows; its 4 warps stream 16-token chunks of K and V through shared memory by cp.async (the
 //    caches' contiguous runs copied as they lie: 256 bytes of K's x groups, 32 bytes of a V row)
 //    and run both products on mma.sync (see its comment below). The launcher chooses how many of
