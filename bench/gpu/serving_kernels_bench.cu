@@ -2,7 +2,9 @@
 // paged_decode_attention_vllm, mla_decode) at their tasks' shapes on one GPU:
 //  1. correctness first: each shape's output against a CPU computation on the same inputs (the
 //     cache write and the filter exactly, every element; the attentions in fp64 on the first and
-//     last sequence, bf16 tolerance rtol 1.6e-2 / atol 1e-2), outputs NaN-poisoned before the run;
+//     last sequence, or on every sequence of the "ragged" rows (lengths that end inside a page,
+//     an empty sequence), bf16 tolerance rtol 1.6e-2 / atol 1e-2), outputs NaN-poisoned before
+//     the run;
 //  2. timing: device events around the launches alone, the L2 flushed before each repetition
 //     (bench_cuda.cuh), median of 30; bytes moved (what the kernel must read and write at least);
 //     and that rate as a share of the device-to-device copy bandwidth measured in the same run.
@@ -196,15 +198,33 @@ std::vector<double> attend(const std::vector<uint16_t>& q, long long qoff, long 
 
 bool close_bf16(float got, double want) { return std::fabs(got - want) <= 1e-2 + 1.6e-2 * std::fabs(want); }
 
+/// Sequence lengths: all L, or (ragged) lengths that end inside a page and a tile, one of them 0.
+std::vector<int> seq_lengths(long long B, long long L, bool ragged) {
+  std::vector<int> lens(B, static_cast<int>(L));
+  if (ragged)
+    for (long long b = 0; b < B; ++b) lens[b] = b % 4 == 3 ? 0 : static_cast<int>(std::max(1ll, L - (b * 997 + 13) % L));
+  return lens;
+}
+
+/// The sequences the CPU checks: the first and the last, or every one of a ragged batch.
+std::vector<long long> checked_sequences(long long B, bool ragged) {
+  std::vector<long long> seqs;
+  for (long long b = 0; b < B; ++b)
+    if (ragged || b == 0 || b == B - 1) seqs.push_back(b);
+  return seqs;
+}
+
 void bench_paged_vllm(kwiki_bench::FlushedTimer& timer, double copy_bw, int sms, long long B, long long L, long long Hq, long long Hkv, long long D,
-                      long long P) {
+                      long long P, bool ragged = false) {
   std::mt19937 g(3);
   const long long X = 8, MB = (L + P - 1) / P, NB = B * MB, cache = NB * Hkv * D * P;
   const auto q = random_bf16(B * Hq * D, g), kc = random_bf16(cache, g), vc = random_bf16(cache, g);
   std::vector<int> tables(NB);
   for (long long i = 0; i < NB; ++i) tables[i] = static_cast<int>(i);
   std::shuffle(tables.begin(), tables.end(), g);
-  std::vector<int> lens(B, static_cast<int>(L));
+  const std::vector<int> lens = seq_lengths(B, L, ragged);
+  long long tokens = 0;
+  for (int len : lens) tokens += len;
   const long long S = splits_for(B * Hkv, MB * P, 512, sms);
   Dev<bf16> dq(B * Hq * D), dkc(cache), dvc(cache), dout(B * Hq * D);
   Dev<int> dt(NB), dl(B);
@@ -220,31 +240,33 @@ void bench_paged_vllm(kwiki_bench::FlushedTimer& timer, double copy_bw, int sms,
   KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
   const auto out = dout.get<uint16_t>();
   bool ok = true;
-  for (long long b : {0ll, B - 1}) {
+  for (long long b : checked_sequences(B, ragged)) {
     for (long long h = 0; h < Hq && ok; ++h) {
       const long long kvh = h / (Hq / Hkv);
       auto page = [&](long long t) { return static_cast<long long>(tables[b * MB + t / P]); };
       const auto want = attend(
-          q, (b * Hq + h) * D, D, D, L, scale,
+          q, (b * Hq + h) * D, D, D, lens[b], scale,
           [&](long long t, long long d) { return static_cast<double>(bf2f(kc[(((page(t) * Hkv + kvh) * (D / X) + d / X) * P + t % P) * X + d % X])); },
           [&](long long t, long long d) { return static_cast<double>(bf2f(vc[((page(t) * Hkv + kvh) * D + d) * P + t % P])); });
       for (long long d = 0; d < D; ++d) ok = ok && close_bf16(bf2f(out[(b * Hq + h) * D + d]), want[d]);
     }
   }
   const double us = ok ? timer.median_us(run) : 0;
-  const double bytes = B * Hq * D * 2.0 * 2 + 2.0 * B * L * Hkv * D * 2 + B * MB * 4.0 + B * 4.0;
+  const double bytes = B * Hq * D * 2.0 * 2 + 2.0 * tokens * Hkv * D * 2 + B * MB * 4.0 + B * 4.0;
   report("paged_decode_attention_vllm", "B" + std::to_string(B) + "_L" + std::to_string(L) + "_Hq" + std::to_string(Hq) + "_Hkv" + std::to_string(Hkv) +
-         "_S" + std::to_string(S), ok, "out differs beyond bf16 tolerance", us, bytes, copy_bw);
+         "_S" + std::to_string(S) + (ragged ? "_ragged" : ""), ok, "out differs beyond bf16 tolerance", us, bytes, copy_bw);
 }
 
-void bench_mla(kwiki_bench::FlushedTimer& timer, double copy_bw, int sms, long long B, long long L, long long H, long long P) {
+void bench_mla(kwiki_bench::FlushedTimer& timer, double copy_bw, int sms, long long B, long long L, long long H, long long P, bool ragged = false) {
   std::mt19937 g(4);
   const long long Dqk = 576, Dv = 512, MB = (L + P - 1) / P, NB = B * MB, cache = NB * P * Dqk;
   const auto q = random_bf16(B * H * Dqk, g), kv = random_bf16(cache, g);
   std::vector<int> tables(NB);
   for (long long i = 0; i < NB; ++i) tables[i] = static_cast<int>(i);
   std::shuffle(tables.begin(), tables.end(), g);
-  std::vector<int> lens(B, static_cast<int>(L));
+  const std::vector<int> lens = seq_lengths(B, L, ragged);
+  long long tokens = 0;
+  for (int len : lens) tokens += len;
   const long long S = splits_for(B * ((H + 15) / 16), MB * P, 256, sms);
   Dev<bf16> dq(B * H * Dqk), dc(cache), dout(B * H * Dv);
   Dev<int> dt(NB), dl(B);
@@ -259,19 +281,19 @@ void bench_mla(kwiki_bench::FlushedTimer& timer, double copy_bw, int sms, long l
   KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
   const auto out = dout.get<uint16_t>();
   bool ok = true;
-  for (long long b : {0ll, B - 1}) {
+  for (long long b : checked_sequences(B, ragged)) {
     for (long long h = 0; h < H && ok; ++h) {
       auto at = [&](long long t, long long d) {
         return static_cast<double>(bf2f(kv[(static_cast<long long>(tables[b * MB + t / P]) * P + t % P) * Dqk + d]));
       };
-      const auto want = attend(q, (b * H + h) * Dqk, Dqk, Dv, L, scale, at, at);
+      const auto want = attend(q, (b * H + h) * Dqk, Dqk, Dv, lens[b], scale, at, at);
       for (long long d = 0; d < Dv; ++d) ok = ok && close_bf16(bf2f(out[(b * H + h) * Dv + d]), want[d]);
     }
   }
   const double us = ok ? timer.median_us(run) : 0;
-  const double bytes = B * H * Dqk * 2.0 + B * L * Dqk * 2.0 + B * H * Dv * 2.0 + B * MB * 4.0 + B * 4.0;
-  report("mla_decode", "B" + std::to_string(B) + "_L" + std::to_string(L) + "_H" + std::to_string(H) + "_S" + std::to_string(S), ok,
-         "out differs beyond bf16 tolerance", us, bytes, copy_bw);
+  const double bytes = B * H * Dqk * 2.0 + tokens * Dqk * 2.0 + B * H * Dv * 2.0 + B * MB * 4.0 + B * 4.0;
+  report("mla_decode", "B" + std::to_string(B) + "_L" + std::to_string(L) + "_H" + std::to_string(H) + "_S" + std::to_string(S) +
+         (ragged ? "_ragged" : ""), ok, "out differs beyond bf16 tolerance", us, bytes, copy_bw);
 }
 
 }  // namespace
@@ -298,10 +320,17 @@ int main() {
   bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 64, 2048, 28, 4, 128, 16);
   bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 128, 1024, 8, 1, 128, 16);
   bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 32, 16384, 32, 8, 128, 16);
+  // lengths that end inside a page, an empty sequence, a group of 7 heads (checked on every sequence)
+  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 8, 3000, 28, 4, 128, 16, true);
+  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 5, 20000, 8, 1, 64, 32, true);
   // data/tasks/deepseek_mla_decode shapes, and the largest batch x context
   bench_mla(timer, copy_bw, prop.multiProcessorCount, 1, 32768, 16, 64);
   bench_mla(timer, copy_bw, prop.multiProcessorCount, 64, 4096, 16, 64);
   bench_mla(timer, copy_bw, prop.multiProcessorCount, 32, 2048, 128, 64);
   bench_mla(timer, copy_bw, prop.multiProcessorCount, 128, 8192, 16, 64);
+  // lengths that end inside a page and a tile, an empty sequence, heads not a multiple of 16
+  bench_mla(timer, copy_bw, prop.multiProcessorCount, 8, 3000, 16, 64, true);
+  bench_mla(timer, copy_bw, prop.multiProcessorCount, 5, 20000, 40, 64, true);
+  bench_mla(timer, copy_bw, prop.multiProcessorCount, 4, 1000, 8, 16, true);
   return 0;
 }
