@@ -240,53 +240,34 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
                    "heads of its GQA group, so each K/V element is read once",
         gqa_rec);
     add("split-KV", "splits = max(ceil(context / 512), min(ceil(2 x " + std::to_string(units) + " / (batch x KV heads)), ceil(context / 64))); "
-                    "a second kernel merges the fp32 partials with their log-sum-exp" + std::string(amd ? "" : "; the tensor-core kernel "
-                    "uses at most that many: the count with the least modeled time in waves of resident blocks"),
+                    "a second kernel merges the fp32 partials with their log-sum-exp",
         split_rec);
-    if (amd) {
-      add("data movement", "keys [NB, Hkv, D/x, P, x]: a wavefront reads one page as 16-byte x-groups, lanes over the page's tokens then over "
-                           "the groups (coalesced); values [NB, Hkv, D, P]: each lane reads its rows' P tokens as 16-byte chunks; the query "
-                           "group in " + t.onchip_name,
-          page_rec);
-    } else {
-      add("data movement", "bf16/fp16, D 64 or 128, GQA group <= 8, P a multiple of 16: each warp streams 16-token chunks of keys and values "
-                           "through its own shared-memory ring by cp.async, copied as the layout lies (256 contiguous bytes of a key x-group "
-                           "run, 32 of a value row), and runs both products on tensor cores (mma.sync, the group's queries as the A rows); "
-                           "other shapes: a warp reads one page as 16-byte x-groups, each lane its value rows' P tokens",
-          page_rec);
-    }
-    add("softmax", std::string(amd ? "scores of the split in " + t.onchip_name + ", block max and sum in fp32"
-                                   : "tensor-core kernel: an online softmax per warp in fp32, the warps' states merged in " + t.onchip_name +
-                                         "; otherwise the split's scores in " + t.onchip_name + ", block max and sum in fp32") +
-                       ", fp32 partial outputs and LSE",
+    add("data movement", "keys [NB, Hkv, D/x, P, x]: a " + std::string(amd ? "wavefront" : "warp") + " reads one page as 16-byte x-groups, "
+                         "lanes over the page's tokens then over the groups (coalesced); values [NB, Hkv, D, P]: each lane reads its rows' P "
+                         "tokens as 16-byte chunks; the query group in " + t.onchip_name,
+        page_rec);
+    add("softmax", "scores of the split in " + t.onchip_name + ", block max and sum in fp32, fp32 partial outputs and LSE",
         wiki.ask("numerics", "merge split-kv partial outputs with their log-sum-exp combine"));
+    if (!amd)
+      add("tensor cores", "written, not yet run on a GPU, so off in V0: a per-warp cp.async ring of 16-token K/V chunks and mma.sync for both "
+                          "products (bf16/fp16, D 64/128, GQA group <= 8, P a multiple of 16); KWIKI_DECODE_TENSOR_CORES=1 at compile time turns it on",
+          wiki.ask("tensor cores", "paged decode attention tensor cores mma.sync cp.async"));
   } else if (pattern == "mla_decode") {
     d.template_name = amd ? "mla_decode_hip" : "mla_decode_cuda";
     const std::string mla_rec = wiki.ask("MLA", "decode attention for DeepSeek-V2/V3 models: FlashMLA-style decode head dim 576 for q.k and 512 for v "
                                                 "over the compressed latent cache");
     const std::string split_rec = wiki.ask("split-KV", "flash decoding split-kv: split the context across blocks when batch x heads is small");
-    if (amd) {
-      add("mapping", "one block (4 wavefronts) per (sequence, group of 16 query heads, split); the latent row [Dqk] is read once per head group "
-                     "(H = 16 per GPU at DeepSeek-V3 TP8: once)",
-          mla_rec);
-      add("products", "scores: a wavefront per token, 16-byte chunks of the row against the 16 queries held in " + t.onchip_name +
-                          "; values: each wavefront owns a quarter of the Dv dims for every token of the split; vector ALUs in V0 (an MFMA "
-                          "path is the next version)",
-          mla_rec);
-    } else {
-      add("mapping", "one block (4 warps) per (group of 16 query heads, 32 when H > 16; split; sequence); the split's latent rows stream "
-                     "through " + t.onchip_name + " in 32-token tiles (cp.async, double-buffered), each read once per head group (H = 16 per "
-                     "GPU at DeepSeek-V3 TP8: once), the groups of a sequence side by side so they share a tile through the L2",
-          mla_rec);
-      add("products", "bf16/fp16, Dqk a multiple of 16, Dv a multiple of 64 up to 512: both on tensor cores (mma.sync m16n8k16, fp32 "
-                      "accumulators): scores = the group's queries x the tile (warp w its tokens 8w..8w+7), values = P (as two 16-bit terms) "
-                      "x the tile's first Dv dims (warp w a quarter of them), an fp32 online softmax between; FlashMLA's wgmma path is the "
-                      "next version; other shapes: the CUDA-core kernel (a warp per token)",
-          wiki.ask("tensor cores", "MLA decode wgmma tensor cores FlashMLA"));
-    }
+    add("mapping", "one block (4 " + std::string(amd ? "wavefronts" : "warps") + ") per (sequence, group of 16 query heads, split); the latent "
+                   "row [Dqk] is read once per head group (H = 16 per GPU at DeepSeek-V3 TP8: once)",
+        mla_rec);
+    add("products", "scores: a " + std::string(amd ? "wavefront" : "warp") + " per token, 16-byte chunks of the row against the 16 queries held in " +
+                        t.onchip_name + "; values: each " + std::string(amd ? "wavefront" : "warp") + " owns a quarter of the Dv dims for every "
+                        "token of the split; " + std::string(amd ? "vector ALUs in V0 (an MFMA path is the next version)" : "CUDA cores in V0 (a "
+                        "tensor-core kernel, mma.sync over 32-token tiles streamed by cp.async, is written but not yet run on a GPU, so off; "
+                        "KWIKI_DECODE_TENSOR_CORES=1 at compile time turns it on)"),
+        amd ? mla_rec : wiki.ask("tensor cores", "MLA decode wgmma tensor cores FlashMLA"));
     add("split-KV", "splits = max(ceil(context / 256), min(ceil(2 x " + std::to_string(units) + " / (batch x head groups)), ceil(context / 64))); "
-                    "partials merged with their LSE" + std::string(amd ? "" : "; the tensor-core kernel uses at most that many: "
-                    "the count with the least modeled time in waves of resident blocks"),
+                    "partials merged with their LSE",
         split_rec);
     add("softmax", "fp32 scores and partials; the value is the first Dv dims of the same cache row (no second cache read)",
         wiki.ask("numerics", "merge split-kv partial outputs with their log-sum-exp combine"));

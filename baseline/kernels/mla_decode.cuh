@@ -12,7 +12,8 @@
 // Dv <= 8 x the block's threads, a split of at most 256 tokens (S >= ceil(MB * P / 256)). A page
 // id outside [0, NB) masks its tokens (the CPU twin refuses it).
 //
-// Design, two kernels; launch() takes the first that applies.
+// Design, two kernels; launch() takes the first that applies (the first only where
+// KWIKI_DECODE_TENSOR_CORES is 1: see below the includes).
 // 1. Tensor cores (mla_decode_tc_kernel; CUDA builds for sm_80+, T bf16 or fp16, Dqk a multiple
 //    of 16, Dv a multiple of 64 up to 512: DeepSeek's 576 / 512): a block holds 16 or 32 query
 //    heads and streams its split of the sequence through shared memory in 32-token tiles
@@ -42,6 +43,13 @@
 #include <algorithm>
 
 #include "kwiki_compat.cuh"
+
+// The tensor-core path (tc:: below) has not run on a GPU yet: it was written when no device time was
+// left. It is compiled by the serving bench and the fragment check, and launched only where
+// KWIKI_DECODE_TENSOR_CORES is 1; V0 keeps the CUDA-core kernel until an H200 run checks it.
+#ifndef KWIKI_DECODE_TENSOR_CORES
+#define KWIKI_DECODE_TENSOR_CORES 0
+#endif
 
 namespace kwiki_mla_decode {
 
@@ -731,7 +739,7 @@ inline int launch(const T* q, const T* c, const int* bt, const int* sl, T* out, 
   const Shape s{static_cast<int>(B), static_cast<int>(H), static_cast<int>(Dqk), static_cast<int>(Dv), static_cast<int>(P), static_cast<int>(MB),
                 static_cast<int>(S), static_cast<int>(part), static_cast<int>(ld), NB, scale};
 #if KWIKI_PLATFORM_CUDA
-  if constexpr (!std::is_same<T, float>::value) {
+  if constexpr (KWIKI_DECODE_TENSOR_CORES != 0 && !std::is_same<T, float>::value) {
     if (Dqk % 16 == 0 && Dv % 64 == 0 && Dv <= 512 && H <= 65535) {
       const int r = H > 16 ? launch_tc<T, 2>(q, c, bt, sl, out, po, pl, s, stream) : launch_tc<T, 1>(q, c, bt, sl, out, po, pl, s, stream);
       if (r != -1) return r;

@@ -12,7 +12,8 @@
 // of two, Hq / Hkv <= 16, D <= 2 x the block's threads, a split of at most 512 tokens (S >=
 // ceil(MB * P / 512)). A page id outside [0, NB) masks its tokens (the CPU twin refuses it).
 //
-// Design, two kernels; launch() takes the first that applies.
+// Design, two kernels; launch() takes the first that applies (the first only where
+// KWIKI_DECODE_TENSOR_CORES is 1: see below the includes).
 // 1. Tensor cores (tc::paged_vllm_tc_kernel; CUDA builds for sm_80+, T bf16 or fp16, D 64 or 128,
 //    Hq / Hkv <= 8, P a multiple of 16): the vLLM-layout form of paged_decode_attention.cuh's
 //    pda_mma_kernel (the flash layout's, 499-511 us at B32 ctx16384 on the H200, about the copy
@@ -43,6 +44,13 @@
 #include <algorithm>
 
 #include "kwiki_compat.cuh"
+
+// The tensor-core path (tc:: below) has not run on a GPU yet: it was written when no device time was
+// left. It is compiled by the serving bench and the fragment check, and launched only where
+// KWIKI_DECODE_TENSOR_CORES is 1; V0 keeps the CUDA-core kernel until an H200 run checks it.
+#ifndef KWIKI_DECODE_TENSOR_CORES
+#define KWIKI_DECODE_TENSOR_CORES 0
+#endif
 
 namespace kwiki_paged_decode_vllm {
 
@@ -608,7 +616,7 @@ inline int launch(const T* q, const T* kc, const T* vc, const int* bt, const int
   const Shape s{static_cast<int>(B), static_cast<int>(Hq), static_cast<int>(Hkv), static_cast<int>(D), static_cast<int>(P), static_cast<int>(MB),
                 static_cast<int>(S), static_cast<int>(part), NB, scale};
 #if KWIKI_PLATFORM_CUDA
-  if constexpr (!std::is_same<T, float>::value) {
+  if constexpr (KWIKI_DECODE_TENSOR_CORES != 0 && !std::is_same<T, float>::value) {
     if (D == 64 || D == 128) {
       const int r = D == 64 ? launch_tc<T, 64>(q, kc, vc, bt, sl, out, po, pl, s, stream) : launch_tc<T, 128>(q, kc, vc, bt, sl, out, po, pl, s, stream);
       if (r != -1) return r;
