@@ -70,7 +70,7 @@ KWIKI_DEVICE void store_chunk(T* __restrict__ p, const T (&in)[W]) {
 KWIKI_DEVICE bool stores(long long slot, const Shape& s) { return slot >= 0 && slot < s.num_slots; }
 
 /// vLLM layout, one tile of kTileTokens tokens x kTileBytes of their rows a step of a grid-stride
-/// loop. W (1 or the 16-byte vector width) divides D and X.
+/// loop; launched with kTileThreads threads. W (1 or the 16-byte vector width) divides D and X.
 template <typename T, int W>
 KWIKI_GLOBAL void __launch_bounds__(kTileThreads)
 kv_cache_write_vllm_kernel(const T* __restrict__ key, const T* __restrict__ value, T* __restrict__ key_cache, T* __restrict__ value_cache,
@@ -78,6 +78,8 @@ kv_cache_write_vllm_kernel(const T* __restrict__ key, const T* __restrict__ valu
   constexpr int kCols = kTileBytes / static_cast<int>(sizeof(T));  // row elements of a tile
   constexpr int kChunks = kCols / W;                                 // W-element chunks of a tile row
   constexpr int kPitch = kCols + W;  // a staged row, padded by one chunk so the token-fastest reads spread over the banks
+  constexpr int kLoads = kTileTokens * kChunks / kTileThreads;       // chunks of key (and of value) a thread stages
+  static_assert(kTileTokens * kChunks % kTileThreads == 0, "the threads share a tile's chunks evenly");
   __shared__ __align__(16) unsigned char staged[2 * kTileTokens * kPitch * sizeof(T)];
   __shared__ long long slots[kTileTokens];
   T* const ks = reinterpret_cast<T*>(staged);
@@ -91,16 +93,25 @@ kv_cache_write_vllm_kernel(const T* __restrict__ key, const T* __restrict__ valu
     const int cols = row - c0 < kCols ? row - c0 : kCols;  // a multiple of W
     for (int g = threadIdx.x; g < kTileTokens; g += blockDim.x) slots[g] = t0 + g < s.tokens ? slot_mapping[t0 + g] : -1ll;
     __syncthreads();
-    // Stage: a token's chunks on neighbouring threads (coalesced 16-byte reads).
-    for (int i = threadIdx.x; i < kTileTokens * kChunks; i += blockDim.x) {
+    // Stage: a token's chunks on neighbouring threads (coalesced 16-byte reads), each thread's
+    // loads all issued before its first shared store.
+    T kc[kLoads][W], vc[kLoads][W];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const int i = static_cast<int>(threadIdx.x) + u * kTileThreads;
       const int g = i / kChunks, e = i % kChunks * W;
       if (e >= cols || !stores(slots[g], s)) continue;
       const long long src = (t0 + g) * row + c0 + e;
-      T kc[W], vc[W];
-      load_chunk<T, W>(key + src, kc);
-      load_chunk<T, W>(value + src, vc);
-      store_chunk<T, W>(ks + g * kPitch + e, kc);
-      store_chunk<T, W>(vs + g * kPitch + e, vc);
+      load_chunk<T, W>(key + src, kc[u]);
+      load_chunk<T, W>(value + src, vc[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const int i = static_cast<int>(threadIdx.x) + u * kTileThreads;
+      const int g = i / kChunks, e = i % kChunks * W;
+      if (e >= cols || !stores(slots[g], s)) continue;
+      store_chunk<T, W>(ks + g * kPitch + e, kc[u]);
+      store_chunk<T, W>(vs + g * kPitch + e, vc[u]);
     }
     __syncthreads();
     // Key chunks, the token fastest: consecutive slots of a page are consecutive X groups.

@@ -44,6 +44,7 @@ constexpr int kCandidates = kPool / 2;              // keys (and indices) of the
 constexpr unsigned int kNanBin = kTopBins - 1;      // holds only the NaN key
 constexpr unsigned int kPlusZeroBin = 0x80000000u >> kTopShift;  // +0, whose equal -0 is in the bin below
 constexpr int kLowDigits = 3;
+constexpr int kUnroll = 4;  // chunks a thread loads before it uses them (loads in flight)
 constexpr long long kMaxBlocks = 1ll << 16;
 static_assert(kWarps * kBins <= kPool, "the per-warp histograms fit the pool");
 
@@ -79,15 +80,38 @@ KWIKI_DEVICE unsigned int shfl_down(unsigned int v, int delta) {
 #endif
 }
 
-/// W elements of row from chunk c, as fp32 (16 bytes at once when W is the vector width).
+/// Chunk c of row as stored: its W elements in p.v[0, W) (16 bytes at once when W is the vector width).
 template <typename T, int W>
-KWIKI_DEVICE void load_chunk(const T* row, long long c, float (&v)[W]) {
-  if constexpr (W == 1) {
-    v[0] = kwiki_to_float(row[c]);
-  } else {
-    const kwiki::Vec<T> p = *reinterpret_cast<const kwiki::Vec<T>*>(row + c * W);
+KWIKI_DEVICE void load_chunk(const T* row, long long c, kwiki::Vec<T>& p) {
+  if constexpr (W == 1) p.v[0] = row[c];
+  else p = *reinterpret_cast<const kwiki::Vec<T>*>(row + c * W);
+}
+
+/// f(c, v) for each of this thread's chunks c of the row (values v as fp32), kUnroll chunks
+/// loaded before the first of them is used. f may store chunk c: it has been read.
+template <typename T, int W, typename F>
+KWIKI_DEVICE void for_each_chunk(const T* row, long long chunks, F&& f) {
+  const long long stride = blockDim.x;
+  long long c = threadIdx.x;
+  for (; c + (kUnroll - 1) * stride < chunks; c += kUnroll * stride) {
+    kwiki::Vec<T> p[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) load_chunk<T, W>(row, c + u * stride, p[u]);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float v[W];
+#pragma unroll
+      for (int j = 0; j < W; ++j) v[j] = kwiki_to_float(p[u].v[j]);
+      f(c + u * stride, v);
+    }
+  }
+  for (; c < chunks; c += stride) {
+    kwiki::Vec<T> p;
+    float v[W];
+    load_chunk<T, W>(row, c, p);
 #pragma unroll
     for (int j = 0; j < W; ++j) v[j] = kwiki_to_float(p.v[j]);
+    f(c, v);
   }
 }
 
@@ -145,24 +169,20 @@ topk_filter_kernel(const T* x, const long long* __restrict__ ks, long long k_all
     const long long k = ks ? ks[r] : k_all;
     if (k >= V || k < 1) {  // the whole row stays (the same for every thread of the block)
       if (orow != row)
-        for (long long c = threadIdx.x; c < chunks; c += blockDim.x) {
-          float v[W];
+        for_each_chunk<T, W>(row, chunks, [&](long long c, const float (&v)[W]) {
           const bool keep_all[W] = {};
-          load_chunk<T, W>(row, c, v);
           store_chunk<T, W>(orow, c, v, keep_all);
-        }
+        });
       continue;
     }
     // Pass 1: the first digit over the row.
     for (int i = threadIdx.x; i < kPool; i += blockDim.x) pool[i] = 0u;
     __syncthreads();
     unsigned int* const top_hist = pool + (warp % kTopCopies) * kTopBins;
-    for (long long c = threadIdx.x; c < chunks; c += blockDim.x) {
-      float v[W];
-      load_chunk<T, W>(row, c, v);
+    for_each_chunk<T, W>(row, chunks, [&](long long, const float (&v)[W]) {
 #pragma unroll
       for (int j = 0; j < W; ++j) atomicAdd(&top_hist[key_of(v[j]) >> kTopShift], 1u);
-    }
+    });
     __syncthreads();
     for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
       unsigned int sum = 0;
@@ -199,10 +219,8 @@ topk_filter_kernel(const T* x, const long long* __restrict__ ks, long long k_all
     unsigned int n = 0;  // keys gathered
     if (gather) {
       // Pass 2: the row filtered by its first digit; the values of bin `top` kept and gathered.
-      for (long long c = threadIdx.x; c < chunks; c += blockDim.x) {
-        float v[W];
+      for_each_chunk<T, W>(row, chunks, [&](long long c, const float (&v)[W]) {
         bool drop[W];
-        load_chunk<T, W>(row, c, v);
 #pragma unroll
         for (int j = 0; j < W; ++j) {
           const unsigned int key = key_of(v[j]);
@@ -216,7 +234,7 @@ topk_filter_kernel(const T* x, const long long* __restrict__ ks, long long k_all
           }
         }
         store_chunk<T, W>(orow, c, v, drop);
-      }
+      });
       __syncthreads();
       n = gathered < static_cast<unsigned int>(kCandidates) ? gathered : static_cast<unsigned int>(kCandidates);
     }
@@ -235,15 +253,13 @@ topk_filter_kernel(const T* x, const long long* __restrict__ ks, long long k_all
       } else {
         for (int i = threadIdx.x; i < kWarps * kBins; i += blockDim.x) pool[i] = 0u;
         __syncthreads();
-        for (long long c = threadIdx.x; c < chunks; c += blockDim.x) {
-          float v[W];
-          load_chunk<T, W>(row, c, v);
+        for_each_chunk<T, W>(row, chunks, [&](long long, const float (&v)[W]) {
 #pragma unroll
           for (int j = 0; j < W; ++j) {
             const unsigned int key = key_of(v[j]);
             if ((key & mask) == prefix) atomicAdd(&pool[warp * kBins + ((key >> shift) & digit)], 1u);
           }
-        }
+        });
         __syncthreads();
         for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
           unsigned int sum = 0;
@@ -265,14 +281,12 @@ topk_filter_kernel(const T* x, const long long* __restrict__ ks, long long k_all
       for (unsigned int i = threadIdx.x; i < n; i += blockDim.x)
         if (value_of(pool[i]) < threshold) orow[pool[kCandidates + i]] = kwiki_from_float<T>(-INFINITY);
     } else {
-      for (long long c = threadIdx.x; c < chunks; c += blockDim.x) {
-        float v[W];
+      for_each_chunk<T, W>(row, chunks, [&](long long c, const float (&v)[W]) {
         bool drop[W];
-        load_chunk<T, W>(row, c, v);
 #pragma unroll
         for (int j = 0; j < W; ++j) drop[j] = v[j] < threshold;
         store_chunk<T, W>(orow, c, v, drop);
-      }
+      });
     }
     __syncthreads();  // the shared counters are reused by the next row
   }
