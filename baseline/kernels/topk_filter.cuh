@@ -44,7 +44,6 @@ constexpr int kCandidates = kPool / 2;              // keys (and indices) of the
 constexpr unsigned int kNanBin = kTopBins - 1;      // holds only the NaN key
 constexpr unsigned int kPlusZeroBin = 0x80000000u >> kTopShift;  // +0, whose equal -0 is in the bin below
 constexpr int kLowDigits = 3;
-constexpr int kUnroll = 4;  // chunks a thread loads before it uses them (loads in flight)
 constexpr long long kMaxBlocks = 1ll << 16;
 static_assert(kWarps * kBins <= kPool, "the per-warp histograms fit the pool");
 
@@ -88,9 +87,11 @@ KWIKI_DEVICE void load_chunk(const T* row, long long c, kwiki::Vec<T>& p) {
 }
 
 /// f(c, v) for each of this thread's chunks c of the row (values v as fp32), kUnroll chunks
-/// loaded before the first of them is used. f may store chunk c: it has been read.
+/// loaded before the first of them is used (8, or 4 of 8 bf16 or half values: 64 registers at
+/// most, two blocks a multiprocessor). f may store chunk c: it has been read.
 template <typename T, int W, typename F>
 KWIKI_DEVICE void for_each_chunk(const T* row, long long chunks, F&& f) {
+  constexpr int kUnroll = W >= 8 ? 4 : 8;
   const long long stride = blockDim.x;
   long long c = threadIdx.x;
   for (; c + (kUnroll - 1) * stride < chunks; c += kUnroll * stride) {
