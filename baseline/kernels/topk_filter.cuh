@@ -87,11 +87,11 @@ KWIKI_DEVICE void load_chunk(const T* row, long long c, kwiki::Vec<T>& p) {
 }
 
 /// f(c, v) for each of this thread's chunks c of the row (values v as fp32), kUnroll chunks
-/// loaded before the first of them is used (8, or 4 of 8 bf16 or half values: 64 registers at
+/// loaded before the first of them is used (8, or 3 of 8 bf16 or half values: 64 registers at
 /// most, two blocks a multiprocessor). f may store chunk c: it has been read.
 template <typename T, int W, typename F>
 KWIKI_DEVICE void for_each_chunk(const T* row, long long chunks, F&& f) {
-  constexpr int kUnroll = W >= 8 ? 4 : 8;
+  constexpr int kUnroll = W >= 8 ? 3 : 8;
   const long long stride = blockDim.x;
   long long c = threadIdx.x;
   for (; c + (kUnroll - 1) * stride < chunks; c += kUnroll * stride) {
@@ -116,14 +116,21 @@ KWIKI_DEVICE void for_each_chunk(const T* row, long long chunks, F&& f) {
   }
 }
 
-/// The chunk with each value, or -inf where drop[j].
+/// The chunk with each value, or -inf where drop[j]. A 16-byte store is marked evict-first on
+/// CUDA: the output is not read again here, and the input rows keep L2 for their second read.
 template <typename T, int W>
 KWIKI_DEVICE void store_chunk(T* row, long long c, const float (&v)[W], const bool (&drop)[W]) {
   kwiki::Vec<T> p;
   T* e = W == 1 ? row + c : p.v;
 #pragma unroll
   for (int j = 0; j < W; ++j) e[j] = kwiki_from_float<T>(drop[j] ? -INFINITY : v[j]);
-  if constexpr (W > 1) *reinterpret_cast<kwiki::Vec<T>*>(row + c * W) = p;
+  if constexpr (W > 1) {
+#if KWIKI_PLATFORM_CUDA
+    __stcs(reinterpret_cast<uint4*>(row + c * W), kwiki::bit_cast<uint4>(p));
+#else
+    *reinterpret_cast<kwiki::Vec<T>*>(row + c * W) = p;
+#endif
+  }
 }
 
 /// Warp 0: the bin of counts[kBins] holding the remaining-th largest (bins counted from the top
