@@ -10,19 +10,20 @@
 // every element is read before it is written, by the thread that writes it); dims B, V; params
 // k (used when the k tensor is null).
 //
-// Design: one block of 512 threads per row on a grid that strides over B. Radix select on
-// order-preserving 32-bit keys of the fp32 values (the sign bit flipped for positives, all bits
-// for negatives; every NaN the largest key). Pass 1 reads the row and counts the top 12 bits of
-// the keys (sign, exponent, 3 mantissa bits: 4096 bins, two copies in shared memory) and finds
-// the bin holding the k-th largest and its rank there. When that bin holds at most 4096 values
-// and is neither the NaN bin nor the one of +0 (whose threshold -0 would equal), pass 2 reads the
-// row once more and stores it filtered by bin alone (above the bin kept, below it -inf, in it
-// kept for now) while it gathers the bin's keys and indices in shared memory; the low 20 bits
-// are then selected among those (digits of 8, 8, 4 bits) and the bin's values below the k-th
-// largest set to -inf. Otherwise the low digits are counted over the row (a histogram per warp,
-// so equal digits do not serialize one counter) and a last pass stores the filtered row, every
-// value against the k-th largest. Either way the threshold is the k-th largest key exactly. The
-// row is read twice (three times, and more when a row is mostly ties); no sort.
+// Design: one block per row on a grid that strides over B, of 1024 threads when B is at most the
+// multiprocessor count (a row per multiprocessor: the more loads in flight, the faster) and of 512
+// otherwise. Radix select on order-preserving 32-bit keys of the fp32 values (the sign bit flipped
+// for positives, all bits for negatives; every NaN the largest key). Pass 1 reads the row and
+// counts the top 12 bits of the keys (sign, exponent, 3 mantissa bits: 4096 bins, two copies in
+// shared memory) and finds the bin holding the k-th largest and its rank there. When that bin holds
+// at most 4096 values and is neither the NaN bin nor the one of +0 (whose threshold -0 would
+// equal), pass 2 reads the row once more and stores it filtered by bin alone (above the bin kept,
+// below it -inf, in it kept for now) while it gathers the bin's keys and indices in shared memory;
+// the low 20 bits are then selected among those (digits of 8, 8, 4 bits) and the bin's values below
+// the k-th largest set to -inf. Otherwise the low digits are counted over the row (a histogram per
+// warp, so equal digits do not serialize one counter) and a last pass stores the filtered row,
+// every value against the k-th largest. Either way the threshold is the k-th largest key exactly.
+// The row is read twice (three times, and more when a row is mostly ties); no sort.
 #ifndef KWIKI_TOPK_FILTER_CUH
 #define KWIKI_TOPK_FILTER_CUH
 
@@ -30,8 +31,9 @@
 
 namespace kwiki_topk_filter {
 
-constexpr int kThreads = 512;
-constexpr int kWarps = kThreads / KWIKI_WARP_SIZE;
+constexpr int kThreads = 512;        // a row's block while rows outnumber the multiprocessors
+constexpr int kWideThreads = 1024;   // a row's block when each row has a multiprocessor to itself
+constexpr int kMaxWarps = kWideThreads / KWIKI_WARP_SIZE;
 constexpr int kBins = 256;  // bins of an 8-bit digit
 constexpr int kBinsPerLane = kBins / KWIKI_WARP_SIZE;
 constexpr int kTopBits = 12;                        // the first digit: the keys' top bits
@@ -45,7 +47,7 @@ constexpr unsigned int kNanBin = kTopBins - 1;      // holds only the NaN key
 constexpr unsigned int kPlusZeroBin = 0x80000000u >> kTopShift;  // +0, whose equal -0 is in the bin below
 constexpr int kLowDigits = 3;
 constexpr long long kMaxBlocks = 1ll << 16;
-static_assert(kWarps * kBins <= kPool, "the per-warp histograms fit the pool");
+static_assert(kMaxWarps * kBins <= kPool, "the per-warp histograms fit the pool");
 
 /// Width in bits of low digit d (the digits below the first: bits 19-12, 11-4, 3-0).
 KWIKI_HOST_DEVICE constexpr int low_bits(int d) { return d < 2 ? 8 : 4; }
@@ -162,10 +164,12 @@ KWIKI_DEVICE void find_bin(const unsigned int* counts, unsigned int remaining, u
   }
 }
 
-/// One block per row; W (1 or the 16-byte vector width) divides V. x and out may be one buffer.
-template <typename T, int W>
-KWIKI_GLOBAL void __launch_bounds__(kThreads)
+/// One block of kBlock threads per row; W (1 or the 16-byte vector width) divides V. x and out
+/// may be one buffer.
+template <typename T, int W, int kBlock>
+KWIKI_GLOBAL void __launch_bounds__(kBlock)
 topk_filter_kernel(const T* x, const long long* __restrict__ ks, long long k_all, T* out, long long B, long long V) {
+  constexpr int kWarps = kBlock / KWIKI_WARP_SIZE;
   __shared__ unsigned int pool[kPool];  // the first histogram; then the gathered keys and indices, or the per-warp histograms
   __shared__ unsigned int total[kBins];
   __shared__ unsigned int found_bin, found_rank, found_count, gathered;
@@ -308,10 +312,14 @@ inline int launch(const T* x, const long long* ks, long long k_all, T* out, long
   if (B == 0 || V == 0) return 0;
   constexpr int W = kwiki::vec_width<T>();
   const dim3 grid(static_cast<unsigned>(B < kMaxBlocks ? B : kMaxBlocks));
-  if (V % W == 0 && kwiki::aligned16(x) && kwiki::aligned16(out))
-    topk_filter_kernel<T, W><<<grid, kThreads, 0, stream>>>(x, ks, k_all, out, B, V);
-  else
-    topk_filter_kernel<T, 1><<<grid, kThreads, 0, stream>>>(x, ks, k_all, out, B, V);
+  const bool vector = V % W == 0 && kwiki::aligned16(x) && kwiki::aligned16(out);
+  if (B <= kwiki::multiprocessor_count()) {  // a block per multiprocessor at most: twice the threads, twice the loads in flight
+    if (vector) topk_filter_kernel<T, W, kWideThreads><<<grid, kWideThreads, 0, stream>>>(x, ks, k_all, out, B, V);
+    else topk_filter_kernel<T, 1, kWideThreads><<<grid, kWideThreads, 0, stream>>>(x, ks, k_all, out, B, V);
+  } else {
+    if (vector) topk_filter_kernel<T, W, kThreads><<<grid, kThreads, 0, stream>>>(x, ks, k_all, out, B, V);
+    else topk_filter_kernel<T, 1, kThreads><<<grid, kThreads, 0, stream>>>(x, ks, k_all, out, B, V);
+  }
   return kwiki_last_error();
 }
 

@@ -147,3 +147,8 @@ inline To bit_cast(const From& f) {
 }
 inline bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 }  // namespace kwiki
+
+namespace kwiki {
+/// Four multiprocessors: the filter's cases of at most 4 rows take its 1024-thread blocks, the rest 512.
+inline int multiprocessor_count() { return 4; }
+}  // namespace kwiki
