@@ -121,9 +121,9 @@ kv_cache_write_vllm_kernel(const T* __restrict__ key, const T* __restrict__ valu
       if (e >= cols || !stores(slot, s)) continue;
       const int h = (c0 + e) / s.head_size, d = (c0 + e) % s.head_size;
       const long long head = slot / s.page * s.kv_heads + h;
-      T kc[W];
-      load_chunk<T, W>(ks + g * kPitch + e, kc);
-      store_chunk<T, W>(key_cache + ((head * (s.head_size / s.x) + d / s.x) * s.page + slot % s.page) * s.x + d % s.x, kc);
+      T chunk[W];
+      load_chunk<T, W>(ks + g * kPitch + e, chunk);
+      store_chunk<T, W>(key_cache + ((head * (s.head_size / s.x) + d / s.x) * s.page + slot % s.page) * s.x + d % s.x, chunk);
     }
     // Value elements, the token fastest: consecutive slots of a page are consecutive along P.
     for (int i = threadIdx.x; i < kTileTokens * kCols; i += blockDim.x) {
