@@ -19,9 +19,9 @@
 // its X group) and a value element one store, so when consecutive tokens hold consecutive slots
 // of a page (prefill) neighbouring threads write neighbouring offsets along P and fill whole
 // sectors. Each token's slot decides its own addresses, so any slot mapping is served; -1 and
-// slots past the cache store nothing. Flash layout: one block of 128 threads per token on a grid
-// that strides over T, the token's row in 16-byte chunks over the threads, key and value rows
-// contiguous in their slots.
+// slots past the cache store nothing. Flash layout: a block of 128 threads takes 4 tokens (grid
+// striding over T), their rows in 16-byte chunks over the threads, a thread's chunks of the 4
+// tokens loaded before it stores them; key and value rows are contiguous in their slots.
 #ifndef KWIKI_KV_CACHE_WRITE_CUH
 #define KWIKI_KV_CACHE_WRITE_CUH
 
@@ -29,7 +29,8 @@
 
 namespace kwiki_kv_cache_write {
 
-constexpr int kThreads = 128;      // flash layout: threads of a token's block
+constexpr int kThreads = 128;      // flash layout: threads of a block
+constexpr int kFlashTokens = 4;    // flash layout: tokens of a block
 constexpr int kTileThreads = 256;  // vLLM layout: threads of a tile's block
 constexpr int kTileTokens = 32;    // vLLM layout: tokens of a tile
 constexpr int kTileBytes = 256;    // vLLM layout: bytes of each token's row in a tile (a multiple of 16)
@@ -138,24 +139,34 @@ kv_cache_write_vllm_kernel(const T* __restrict__ key, const T* __restrict__ valu
   }
 }
 
-/// Flash layout, one block per token. W (1 or the 16-byte vector width) divides D.
+/// Flash layout, kFlashTokens tokens a block (their loads in flight together). W (1 or the
+/// 16-byte vector width) divides D.
 template <typename T, int W>
 KWIKI_GLOBAL void __launch_bounds__(kThreads)
 kv_cache_write_flash_kernel(const T* __restrict__ key, const T* __restrict__ value, T* __restrict__ key_cache, T* __restrict__ value_cache,
                             const long long* __restrict__ slot_mapping, Shape s) {
   const int row = s.kv_heads * s.head_size;
   const int chunks = row / W;
-  for (long long t = blockIdx.x; t < s.tokens; t += gridDim.x) {
-    const long long slot = slot_mapping[t];
-    if (!stores(slot, s)) continue;
+  for (long long t0 = static_cast<long long>(blockIdx.x) * kFlashTokens; t0 < s.tokens; t0 += static_cast<long long>(gridDim.x) * kFlashTokens) {
+    long long slot[kFlashTokens];
+#pragma unroll
+    for (int g = 0; g < kFlashTokens; ++g) slot[g] = t0 + g < s.tokens ? slot_mapping[t0 + g] : -1ll;
     for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
-      const long long src = t * row + static_cast<long long>(c) * W;
-      const long long dst = slot * row + static_cast<long long>(c) * W;  // ((page * P + off) * Hkv + h) * D + d
-      T kc[W], vc[W];
-      load_chunk<T, W>(key + src, kc);
-      load_chunk<T, W>(value + src, vc);
-      store_chunk<T, W>(key_cache + dst, kc);
-      store_chunk<T, W>(value_cache + dst, vc);
+      T kc[kFlashTokens][W], vc[kFlashTokens][W];
+#pragma unroll
+      for (int g = 0; g < kFlashTokens; ++g) {
+        if (!stores(slot[g], s)) continue;
+        const long long src = (t0 + g) * row + static_cast<long long>(c) * W;
+        load_chunk<T, W>(key + src, kc[g]);
+        load_chunk<T, W>(value + src, vc[g]);
+      }
+#pragma unroll
+      for (int g = 0; g < kFlashTokens; ++g) {
+        if (!stores(slot[g], s)) continue;
+        const long long dst = slot[g] * row + static_cast<long long>(c) * W;  // ((page * P + off) * Hkv + h) * D + d
+        store_chunk<T, W>(key_cache + dst, kc[g]);
+        store_chunk<T, W>(value_cache + dst, vc[g]);
+      }
     }
   }
 }
@@ -181,7 +192,8 @@ inline int launch(const T* key, const T* value, T* key_cache, T* value_cache, co
     else kv_cache_write_vllm_kernel<T, 1><<<grid, kTileThreads, 0, stream>>>(key, value, key_cache, value_cache, slot_mapping, s);
     return kwiki_last_error();
   }
-  const dim3 grid(static_cast<unsigned>(T_ < kMaxBlocks ? T_ : kMaxBlocks));
+  const long long groups = (T_ + kFlashTokens - 1) / kFlashTokens;
+  const dim3 grid(static_cast<unsigned>(groups < kMaxBlocks ? groups : kMaxBlocks));
   const long long chunks = hkv * d / (vector ? W : 1);
   const dim3 block(static_cast<unsigned>(chunks < kThreads ? (chunks + KWIKI_WARP_SIZE - 1) / KWIKI_WARP_SIZE * KWIKI_WARP_SIZE : kThreads));
   if (vector) kv_cache_write_flash_kernel<T, W><<<grid, block, 0, stream>>>(key, value, key_cache, value_cache, slot_mapping, s);
