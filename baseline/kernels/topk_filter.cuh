@@ -10,14 +10,20 @@
 // every element is read before it is written, by the thread that writes it); dims B, V; params
 // k (used when the k tensor is null).
 //
-// Design: one block of 512 threads per row on a grid that strides over B. Radix select on
-// order-preserving 32-bit keys of the fp32 values (the sign bit flipped for positives, all bits
-// for negatives; every NaN the largest key): four passes, each a histogram of one 8-bit digit of
-// the keys that share the digits found so far (a histogram per warp in shared memory, so equal
-// exponents do not serialize one counter), then one warp scans the 256 bins from the top to
-// find the digit holding the k-th largest. After the fourth pass the prefix is the k-th
-// largest key exactly; a last pass stores the filtered row. No sort. The row is read from DRAM
-// once; the later passes re-read it from L2 (a 128k-entry fp32 row is 0.5 MB).
+// Design: one block per row on a grid that strides over B, of 1024 threads when B is at most the
+// multiprocessor count (a row per multiprocessor: the more loads in flight, the faster) and of 512
+// otherwise. Radix select on order-preserving 32-bit keys of the fp32 values (the sign bit flipped
+// for positives, all bits for negatives; every NaN the largest key). Pass 1 reads the row and
+// counts the top 12 bits of the keys (sign, exponent, 3 mantissa bits: 4096 bins, two copies in
+// shared memory) and finds the bin holding the k-th largest and its rank there. When that bin holds
+// at most 4096 values and is neither the NaN bin nor the one of +0 (whose threshold -0 would
+// equal), pass 2 reads the row once more and stores it filtered by bin alone (above the bin kept,
+// below it -inf, in it kept for now) while it gathers the bin's keys and indices in shared memory;
+// the low 20 bits are then selected among those (digits of 8, 8, 4 bits) and the bin's values below
+// the k-th largest set to -inf. Otherwise the low digits are counted over the row (a histogram per
+// warp, so equal digits do not serialize one counter) and a last pass stores the filtered row,
+// every value against the k-th largest. Either way the threshold is the k-th largest key exactly.
+// The row is read twice (three times, and more when a row is mostly ties); no sort.
 #ifndef KWIKI_TOPK_FILTER_CUH
 #define KWIKI_TOPK_FILTER_CUH
 
@@ -25,11 +31,33 @@
 
 namespace kwiki_topk_filter {
 
-constexpr int kThreads = 512;
-constexpr int kWarps = kThreads / KWIKI_WARP_SIZE;
-constexpr int kBins = 256;
+constexpr int kThreads = 512;        // a row's block while rows outnumber the multiprocessors
+constexpr int kWideThreads = 1024;   // a row's block when each row has a multiprocessor to itself
+constexpr int kMaxWarps = kWideThreads / KWIKI_WARP_SIZE;
+constexpr int kBins = 256;  // bins of an 8-bit digit
 constexpr int kBinsPerLane = kBins / KWIKI_WARP_SIZE;
+constexpr int kTopBits = 12;                        // the first digit: the keys' top bits
+constexpr int kTopShift = 32 - kTopBits;
+constexpr int kTopBins = 1 << kTopBits;
+constexpr int kTopPerBin = kTopBins / kBins;        // first-digit bins a scanned bin stands for
+constexpr int kTopCopies = 2;                       // copies of the first histogram (warps alternate)
+constexpr int kPool = kTopCopies * kTopBins;        // words of shared memory the passes share
+constexpr int kCandidates = kPool / 2;              // keys (and indices) of the gathered bin, at most
+constexpr unsigned int kNanBin = kTopBins - 1;      // holds only the NaN key
+constexpr unsigned int kPlusZeroBin = 0x80000000u >> kTopShift;  // +0, whose equal -0 is in the bin below
+constexpr int kLowDigits = 3;
 constexpr long long kMaxBlocks = 1ll << 16;
+static_assert(kMaxWarps * kBins <= kPool, "the per-warp histograms fit the pool");
+
+/// Width in bits of low digit d (the digits below the first: bits 19-12, 11-4, 3-0).
+KWIKI_HOST_DEVICE constexpr int low_bits(int d) { return d < 2 ? 8 : 4; }
+
+/// Lowest key bit of low digit d.
+KWIKI_HOST_DEVICE constexpr int low_shift(int d) { return d == 0 ? 12 : d == 1 ? 4 : 0; }
+
+static_assert(kTopShift == low_shift(0) + low_bits(0) && low_shift(0) == low_shift(1) + low_bits(1) &&
+                  low_shift(1) == low_shift(2) + low_bits(2) && low_shift(2) == 0 && kLowDigits == 3,
+              "the digits cover the key");
 
 /// The order-preserving key of v: a larger value has a larger key; every NaN has the largest.
 KWIKI_DEVICE unsigned int key_of(float v) {
@@ -53,37 +81,99 @@ KWIKI_DEVICE unsigned int shfl_down(unsigned int v, int delta) {
 #endif
 }
 
-/// W elements of row from chunk c, as fp32 (16 bytes at once when W is the vector width).
+/// Chunk c of row as stored: its W elements in p.v[0, W) (16 bytes at once when W is the vector width).
 template <typename T, int W>
-KWIKI_DEVICE void load_chunk(const T* row, long long c, float (&v)[W]) {
-  if constexpr (W == 1) {
-    v[0] = kwiki_to_float(row[c]);
-  } else {
-    const kwiki::Vec<T> p = *reinterpret_cast<const kwiki::Vec<T>*>(row + c * W);
+KWIKI_DEVICE void load_chunk(const T* row, long long c, kwiki::Vec<T>& p) {
+  if constexpr (W == 1) p.v[0] = row[c];
+  else p = *reinterpret_cast<const kwiki::Vec<T>*>(row + c * W);
+}
+
+/// f(c, v) for each of this thread's chunks c of the row (values v as fp32), kUnroll chunks
+/// loaded before the first of them is used (8, or 3 of 8 bf16 or half values: 64 registers at
+/// most, two blocks a multiprocessor). f may store chunk c: it has been read.
+template <typename T, int W, typename F>
+KWIKI_DEVICE void for_each_chunk(const T* row, long long chunks, F&& f) {
+  constexpr int kUnroll = W >= 8 ? 3 : 8;
+  const long long stride = blockDim.x;
+  long long c = threadIdx.x;
+  for (; c + (kUnroll - 1) * stride < chunks; c += kUnroll * stride) {
+    kwiki::Vec<T> p[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) load_chunk<T, W>(row, c + u * stride, p[u]);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float v[W];
+#pragma unroll
+      for (int j = 0; j < W; ++j) v[j] = kwiki_to_float(p[u].v[j]);
+      f(c + u * stride, v);
+    }
+  }
+  for (; c < chunks; c += stride) {
+    kwiki::Vec<T> p;
+    float v[W];
+    load_chunk<T, W>(row, c, p);
 #pragma unroll
     for (int j = 0; j < W; ++j) v[j] = kwiki_to_float(p.v[j]);
+    f(c, v);
   }
 }
 
-/// The filtered chunk: each value, or -inf where it is below the threshold.
+/// The chunk with each value, or -inf where drop[j]. A 16-byte store is marked evict-first on
+/// CUDA: the output is not read again here, and the input rows keep L2 for their second read.
 template <typename T, int W>
-KWIKI_DEVICE void store_chunk(T* row, long long c, const float (&v)[W], float threshold) {
+KWIKI_DEVICE void store_chunk(T* row, long long c, const float (&v)[W], const bool (&drop)[W]) {
   kwiki::Vec<T> p;
   T* e = W == 1 ? row + c : p.v;
 #pragma unroll
-  for (int j = 0; j < W; ++j) e[j] = kwiki_from_float<T>(v[j] < threshold ? -INFINITY : v[j]);
-  if constexpr (W > 1) *reinterpret_cast<kwiki::Vec<T>*>(row + c * W) = p;
+  for (int j = 0; j < W; ++j) e[j] = kwiki_from_float<T>(drop[j] ? -INFINITY : v[j]);
+  if constexpr (W > 1) {
+#if KWIKI_PLATFORM_CUDA
+    __stcs(reinterpret_cast<uint4*>(row + c * W), kwiki::bit_cast<uint4>(p));
+#else
+    *reinterpret_cast<kwiki::Vec<T>*>(row + c * W) = p;
+#endif
+  }
 }
 
-/// One block per row; W (1 or the 16-byte vector width) divides V. x and out may be one buffer.
-template <typename T, int W>
-KWIKI_GLOBAL void __launch_bounds__(kThreads)
+/// Warp 0: the bin of counts[kBins] holding the remaining-th largest (bins counted from the top
+/// down; 1 <= remaining <= the sum) to *bin, and the rank within that bin to *rank.
+KWIKI_DEVICE void find_bin(const unsigned int* counts, unsigned int remaining, unsigned int* bin, unsigned int* rank) {
+  const int lane = threadIdx.x % KWIKI_WARP_SIZE;
+  // Lane l owns bins [l * kBinsPerLane, (l + 1) * kBinsPerLane).
+  unsigned int mine = 0;
+#pragma unroll
+  for (int j = 0; j < kBinsPerLane; ++j) mine += counts[lane * kBinsPerLane + j];
+  unsigned int at_or_above = mine;  // this lane's bins and every higher lane's
+#pragma unroll
+  for (int o = 1; o < KWIKI_WARP_SIZE; o <<= 1) {
+    const unsigned int up = shfl_down(at_or_above, o);
+    if (lane + o < KWIKI_WARP_SIZE) at_or_above += up;
+  }
+  const unsigned int above = at_or_above - mine;
+  if (above < remaining && remaining <= at_or_above) {
+    unsigned int seen = above;
+    for (int j = kBinsPerLane - 1; j >= 0; --j) {
+      const unsigned int b = static_cast<unsigned int>(lane * kBinsPerLane + j);
+      if (seen + counts[b] >= remaining) {
+        *bin = b;
+        *rank = remaining - seen;
+        break;
+      }
+      seen += counts[b];
+    }
+  }
+}
+
+/// One block of kBlock threads per row; W (1 or the 16-byte vector width) divides V. x and out
+/// may be one buffer.
+template <typename T, int W, int kBlock>
+KWIKI_GLOBAL void __launch_bounds__(kBlock)
 topk_filter_kernel(const T* x, const long long* __restrict__ ks, long long k_all, T* out, long long B, long long V) {
-  __shared__ unsigned int hist[kWarps][kBins];
+  constexpr int kWarps = kBlock / KWIKI_WARP_SIZE;
+  __shared__ unsigned int pool[kPool];  // the first histogram; then the gathered keys and indices, or the per-warp histograms
   __shared__ unsigned int total[kBins];
-  __shared__ unsigned int found_prefix;
-  __shared__ unsigned int found_remaining;
-  const int warp = threadIdx.x / KWIKI_WARP_SIZE, lane = threadIdx.x % KWIKI_WARP_SIZE;
+  __shared__ unsigned int found_bin, found_rank, found_count, gathered;
+  const int warp = threadIdx.x / KWIKI_WARP_SIZE;
   const long long chunks = V / W;
   for (long long r = blockIdx.x; r < B; r += gridDim.x) {
     const T* row = x + r * V;
@@ -91,70 +181,124 @@ topk_filter_kernel(const T* x, const long long* __restrict__ ks, long long k_all
     const long long k = ks ? ks[r] : k_all;
     if (k >= V || k < 1) {  // the whole row stays (the same for every thread of the block)
       if (orow != row)
-        for (long long c = threadIdx.x; c < chunks; c += blockDim.x) {
-          float v[W];
-          load_chunk<T, W>(row, c, v);
-          store_chunk<T, W>(orow, c, v, -INFINITY);
-        }
+        for_each_chunk<T, W>(row, chunks, [&](long long c, const float (&v)[W]) {
+          const bool keep_all[W] = {};
+          store_chunk<T, W>(orow, c, v, keep_all);
+        });
       continue;
     }
-    unsigned int prefix = 0, mask = 0, remaining = static_cast<unsigned int>(k);
-    for (int pass = 0; pass < 4; ++pass) {
-      const int shift = 24 - 8 * pass;
-      for (int i = threadIdx.x; i < kWarps * kBins; i += blockDim.x) (&hist[0][0])[i] = 0u;
-      __syncthreads();
-      for (long long c = threadIdx.x; c < chunks; c += blockDim.x) {
-        float v[W];
-        load_chunk<T, W>(row, c, v);
+    // Pass 1: the first digit over the row.
+    for (int i = threadIdx.x; i < kPool; i += blockDim.x) pool[i] = 0u;
+    __syncthreads();
+    unsigned int* const top_hist = pool + (warp % kTopCopies) * kTopBins;
+    for_each_chunk<T, W>(row, chunks, [&](long long, const float (&v)[W]) {
+#pragma unroll
+      for (int j = 0; j < W; ++j) atomicAdd(&top_hist[key_of(v[j]) >> kTopShift], 1u);
+    });
+    __syncthreads();
+    for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
+      unsigned int sum = 0;
+      for (int i = b * kTopPerBin; i < (b + 1) * kTopPerBin; ++i)
+#pragma unroll
+        for (int copy = 0; copy < kTopCopies; ++copy) sum += pool[copy * kTopBins + i];
+      total[b] = sum;
+    }
+    __syncthreads();
+    if (warp == 0) find_bin(total, static_cast<unsigned int>(k), &found_bin, &found_rank);
+    __syncthreads();
+    if (threadIdx.x == 0) {  // the first-digit bin within the group of kTopPerBin that warp 0 found
+      unsigned int seen = 0;
+      for (int j = kTopPerBin - 1; j >= 0; --j) {
+        const unsigned int b = found_bin * kTopPerBin + static_cast<unsigned int>(j);
+        unsigned int count = 0;
+#pragma unroll
+        for (int copy = 0; copy < kTopCopies; ++copy) count += pool[copy * kTopBins + b];
+        if (seen + count >= found_rank) {
+          found_bin = b;
+          found_rank -= seen;
+          found_count = count;
+          break;
+        }
+        seen += count;
+      }
+      gathered = 0u;
+    }
+    __syncthreads();
+    const unsigned int top = found_bin;
+    unsigned int remaining = found_rank;
+    unsigned int prefix = top << kTopShift, mask = ~0u << kTopShift;
+    const bool gather = found_count <= static_cast<unsigned int>(kCandidates) && top != kNanBin && top != kPlusZeroBin;
+    unsigned int n = 0;  // keys gathered
+    if (gather) {
+      // Pass 2: the row filtered by its first digit; the values of bin `top` kept and gathered.
+      for_each_chunk<T, W>(row, chunks, [&](long long c, const float (&v)[W]) {
+        bool drop[W];
 #pragma unroll
         for (int j = 0; j < W; ++j) {
           const unsigned int key = key_of(v[j]);
-          if ((key & mask) == prefix) atomicAdd(&hist[warp][(key >> shift) & 0xffu], 1u);
-        }
-      }
-      __syncthreads();
-      for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
-        unsigned int s = 0;
-#pragma unroll
-        for (int w = 0; w < kWarps; ++w) s += hist[w][b];
-        total[b] = s;
-      }
-      __syncthreads();
-      if (warp == 0) {
-        // Lane l owns bins [l * kBinsPerLane, (l + 1) * kBinsPerLane); counts from the top bin down.
-        unsigned int mine = 0;
-#pragma unroll
-        for (int j = 0; j < kBinsPerLane; ++j) mine += total[lane * kBinsPerLane + j];
-        unsigned int at_or_above = mine;  // this lane's bins and every higher lane's
-#pragma unroll
-        for (int o = 1; o < KWIKI_WARP_SIZE; o <<= 1) {
-          const unsigned int up = shfl_down(at_or_above, o);
-          if (lane + o < KWIKI_WARP_SIZE) at_or_above += up;
-        }
-        const unsigned int above = at_or_above - mine;
-        if (above < remaining && remaining <= at_or_above) {
-          unsigned int seen = above;
-          for (int j = kBinsPerLane - 1; j >= 0; --j) {
-            const unsigned int b = static_cast<unsigned int>(lane * kBinsPerLane + j);
-            if (seen + total[b] >= remaining) {
-              found_prefix = prefix | (b << shift);
-              found_remaining = remaining - seen;
-              break;
+          drop[j] = (key >> kTopShift) < top;
+          if ((key >> kTopShift) == top) {
+            const unsigned int at = atomicAdd(&gathered, 1u);
+            if (at < static_cast<unsigned int>(kCandidates)) {  // always: the bin holds found_count of them
+              pool[at] = key;
+              pool[kCandidates + at] = static_cast<unsigned int>(c * W + j);
             }
-            seen += total[b];
           }
         }
-      }
+        store_chunk<T, W>(orow, c, v, drop);
+      });
       __syncthreads();
-      prefix = found_prefix;
-      remaining = found_remaining;
-      mask |= 0xffu << shift;
+      n = gathered < static_cast<unsigned int>(kCandidates) ? gathered : static_cast<unsigned int>(kCandidates);
+    }
+    // The low digits: among the gathered keys, or over the row.
+    for (int d = 0; d < kLowDigits; ++d) {
+      const int shift = low_shift(d);
+      const unsigned int digit = (1u << low_bits(d)) - 1u;
+      if (gather) {
+        for (int b = threadIdx.x; b < kBins; b += blockDim.x) total[b] = 0u;
+        __syncthreads();
+        for (unsigned int i = threadIdx.x; i < n; i += blockDim.x) {
+          const unsigned int key = pool[i];
+          if ((key & mask) == prefix) atomicAdd(&total[(key >> shift) & digit], 1u);
+        }
+        __syncthreads();
+      } else {
+        for (int i = threadIdx.x; i < kWarps * kBins; i += blockDim.x) pool[i] = 0u;
+        __syncthreads();
+        for_each_chunk<T, W>(row, chunks, [&](long long, const float (&v)[W]) {
+#pragma unroll
+          for (int j = 0; j < W; ++j) {
+            const unsigned int key = key_of(v[j]);
+            if ((key & mask) == prefix) atomicAdd(&pool[warp * kBins + ((key >> shift) & digit)], 1u);
+          }
+        });
+        __syncthreads();
+        for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
+          unsigned int sum = 0;
+#pragma unroll
+          for (int w = 0; w < kWarps; ++w) sum += pool[w * kBins + b];
+          total[b] = sum;
+        }
+        __syncthreads();
+      }
+      if (warp == 0) find_bin(total, remaining, &found_bin, &found_rank);
+      __syncthreads();
+      prefix |= found_bin << shift;
+      remaining = found_rank;
+      mask |= digit << shift;
     }
     const float threshold = value_of(prefix);  // the k-th largest value
-    for (long long c = threadIdx.x; c < chunks; c += blockDim.x) {
-      float v[W];
-      load_chunk<T, W>(row, c, v);
-      store_chunk<T, W>(orow, c, v, threshold);
+    if (gather) {
+      // The gathered values below the k-th largest (stored kept by pass 2) become -inf.
+      for (unsigned int i = threadIdx.x; i < n; i += blockDim.x)
+        if (value_of(pool[i]) < threshold) orow[pool[kCandidates + i]] = kwiki_from_float<T>(-INFINITY);
+    } else {
+      for_each_chunk<T, W>(row, chunks, [&](long long c, const float (&v)[W]) {
+        bool drop[W];
+#pragma unroll
+        for (int j = 0; j < W; ++j) drop[j] = v[j] < threshold;
+        store_chunk<T, W>(orow, c, v, drop);
+      });
     }
     __syncthreads();  // the shared counters are reused by the next row
   }
@@ -168,10 +312,14 @@ inline int launch(const T* x, const long long* ks, long long k_all, T* out, long
   if (B == 0 || V == 0) return 0;
   constexpr int W = kwiki::vec_width<T>();
   const dim3 grid(static_cast<unsigned>(B < kMaxBlocks ? B : kMaxBlocks));
-  if (V % W == 0 && kwiki::aligned16(x) && kwiki::aligned16(out))
-    topk_filter_kernel<T, W><<<grid, kThreads, 0, stream>>>(x, ks, k_all, out, B, V);
-  else
-    topk_filter_kernel<T, 1><<<grid, kThreads, 0, stream>>>(x, ks, k_all, out, B, V);
+  const bool vector = V % W == 0 && kwiki::aligned16(x) && kwiki::aligned16(out);
+  if (B <= kwiki::multiprocessor_count()) {  // a block per multiprocessor at most: twice the threads, twice the loads in flight
+    if (vector) topk_filter_kernel<T, W, kWideThreads><<<grid, kWideThreads, 0, stream>>>(x, ks, k_all, out, B, V);
+    else topk_filter_kernel<T, 1, kWideThreads><<<grid, kWideThreads, 0, stream>>>(x, ks, k_all, out, B, V);
+  } else {
+    if (vector) topk_filter_kernel<T, W, kThreads><<<grid, kThreads, 0, stream>>>(x, ks, k_all, out, B, V);
+    else topk_filter_kernel<T, 1, kThreads><<<grid, kThreads, 0, stream>>>(x, ks, k_all, out, B, V);
+  }
   return kwiki_last_error();
 }
 

@@ -109,14 +109,23 @@ int splits_for(long long work_items, long long tokens, long long longest, int sm
 }
 
 // ---------------------------------------------------------------------------------------------
+// Slots: `paged`, the pages in a random order and the tokens filling each page in turn (prefill,
+// as vLLM's block tables hand them out); otherwise every token a random slot (decode-like scatter).
 void bench_kv_cache_write(kwiki_bench::FlushedTimer& timer, double copy_bw, long long T, long long Hkv, long long D, long long NB, long long P,
-                          int layout, int padding) {
+                          int layout, int padding, bool paged) {
   std::mt19937 g(1);
   const long long X = 8, row = Hkv * D, cache = NB * P * row;
   const auto key = random_bf16(T * row, g), value = random_bf16(T * row, g), kc0 = random_bf16(cache, g), vc0 = random_bf16(cache, g);
   std::vector<long long> slots(NB * P);
-  for (long long i = 0; i < NB * P; ++i) slots[i] = i;
-  std::shuffle(slots.begin(), slots.end(), g);
+  if (paged) {
+    std::vector<long long> pages(NB);
+    for (long long i = 0; i < NB; ++i) pages[i] = i;
+    std::shuffle(pages.begin(), pages.end(), g);
+    for (long long i = 0; i < NB * P; ++i) slots[i] = pages[i / P] * P + i % P;
+  } else {
+    for (long long i = 0; i < NB * P; ++i) slots[i] = i;
+    std::shuffle(slots.begin(), slots.end(), g);
+  }
   slots.resize(T);
   for (int i = 0; i < padding; ++i) slots[T - 1 - i] = -1;
   Dev<bf16> dk(T * row), dv(T * row), dkc(cache), dvc(cache);
@@ -142,8 +151,8 @@ void bench_kv_cache_write(kwiki_bench::FlushedTimer& timer, double copy_bw, long
   const double us = ok ? timer.median_us(run) : 0;
   const long long written = T - padding;
   const double bytes = 2.0 * T * row * 2 + T * 8.0 + 2.0 * written * row * 2;
-  report("kv_cache_write", "T" + std::to_string(T) + "_Hkv" + std::to_string(Hkv) + (layout ? "_flash" : "_vllm") + "_pad" + std::to_string(padding),
-         ok, "a cache element differs", us, bytes, copy_bw);
+  report("kv_cache_write",
+         "T" + std::to_string(T) + "_Hkv" + std::to_string(Hkv) + (layout ? "_flash" : "_vllm") + "_pad" + std::to_string(padding) + (paged ? "" : "_random"), ok, "a cache element differs", us, bytes, copy_bw);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -153,7 +162,7 @@ void bench_topk_filter(kwiki_bench::FlushedTimer& timer, double copy_bw, long lo
   std::vector<float> x(B * V);
   for (auto& v : x) v = d(g);
   std::vector<long long> ks(B, k);
-  for (long long r = 0; r < B; r += 4) ks[r] = V;  // requests without top-k
+  for (long long r = 3; r < B; r += 4) ks[r] = V;  // requests without top-k (not the first row: B1 filters)
   Dev<float> dx(B * V), dout(B * V);
   Dev<long long> dk(B);
   dx.put(x), dk.put(ks);
@@ -310,10 +319,12 @@ int main() {
   const double copy_bw = copy_bandwidth(timer);
   std::printf("# %s, %d SMs; device-to-device copy %.3f TB/s (read + write, 1 GiB, L2 flushed)\n", prop.name, prop.multiProcessorCount, copy_bw / 1e12);
   // data/tasks/vllm_reshape_and_cache and kv_cache_write shapes
-  bench_kv_cache_write(timer, copy_bw, 256, 8, 128, 2048, 16, 0, 16);
-  bench_kv_cache_write(timer, copy_bw, 8192, 8, 128, 2048, 16, 0, 0);
-  bench_kv_cache_write(timer, copy_bw, 1024, 1, 128, 8192, 16, 0, 0);
-  bench_kv_cache_write(timer, copy_bw, 4096, 8, 128, 512, 16, 1, 0);
+  bench_kv_cache_write(timer, copy_bw, 256, 8, 128, 2048, 16, 0, 16, true);
+  bench_kv_cache_write(timer, copy_bw, 8192, 8, 128, 2048, 16, 0, 0, true);
+  bench_kv_cache_write(timer, copy_bw, 8192, 8, 128, 2048, 16, 0, 0, false);
+  bench_kv_cache_write(timer, copy_bw, 1024, 1, 128, 8192, 16, 0, 0, true);
+  bench_kv_cache_write(timer, copy_bw, 4096, 8, 128, 512, 16, 1, 0, true);
+  bench_kv_cache_write(timer, copy_bw, 4096, 8, 128, 512, 16, 1, 0, false);
   // data/tasks/vllm_apply_top_k and hf_topk_logits_warper shapes
   bench_topk_filter(timer, copy_bw, 1, 128256, 50);
   bench_topk_filter(timer, copy_bw, 64, 151936, 100);

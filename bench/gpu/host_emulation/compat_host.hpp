@@ -1,0 +1,154 @@
+// compat_host.hpp: kwiki_compat.cuh for a host emulation of the V0 templates (no GPU): one
+// std::thread per GPU thread, the blocks of a launch in turn; __syncthreads a std::barrier,
+// __shared__ a function static (one block runs at a time), warp shuffles through a per-warp
+// exchange and barrier, shared atomics std::atomic_ref. run.sh copies it in as kwiki_compat.cuh
+// beside copies of the templates whose <<<grid, block, 0, stream>>> launches it rewrites to
+// kwiki_emu::launch. Only what kv_cache_write.cuh and topk_filter.cuh use is here; EMU_WARP is
+// the warp width (32 or 64).
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#ifndef EMU_WARP
+#define EMU_WARP 32
+#endif
+#define KWIKI_PLATFORM_HIP 0
+#define KWIKI_PLATFORM_CUDA 1
+#define KWIKI_WARP_SIZE EMU_WARP
+#define KWIKI_FULL_LANE_MASK 0xffffffffu
+#define KWIKI_GLOBAL
+#define KWIKI_DEVICE inline
+#define KWIKI_HOST_DEVICE inline
+#define KWIKI_EXPORT extern "C"
+#define __launch_bounds__(x)
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+#define __host__
+#define __device__
+
+/// CUDA's dim3, x used.
+struct dim3 {
+  unsigned x, y, z;
+  dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+inline thread_local dim3 threadIdx, blockIdx;
+inline dim3 blockDim, gridDim;
+using kwiki_stream_t = void*;
+inline int kwiki_last_error() { return 0; }
+
+/// bf16 as its bits; conversions round to nearest even as the device's do.
+struct kwiki_bf16 {
+  uint16_t bits;
+};
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+inline float __uint_as_float(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float kwiki_to_float(float v) { return v; }
+inline float kwiki_to_float(kwiki_bf16 v) { return __uint_as_float(static_cast<unsigned>(v.bits) << 16); }
+template <typename T>
+inline T kwiki_from_float(float v) {
+  if constexpr (std::is_same<T, float>::value) {
+    return v;
+  } else {
+    unsigned u = __float_as_uint(v);
+    if (v != v) return kwiki_bf16{static_cast<uint16_t>((u >> 16) | 0x40u)};
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return kwiki_bf16{static_cast<uint16_t>(u >> 16)};
+  }
+}
+inline void __stcs(uint4* p, uint4 v) { *p = v; }
+
+namespace kwiki_emu {
+/// The running block's barriers and shuffle exchange.
+struct Block {
+  std::unique_ptr<std::barrier<>> all;
+  std::vector<std::unique_ptr<std::barrier<>>> warp;
+  std::vector<unsigned> exchange;
+};
+inline Block block;
+
+/// Runs kernel(args...) on grid x blk threads, one block after another.
+template <class K, class... A>
+void launch(dim3 grid, dim3 blk, K kernel, A... args) {
+  gridDim = grid;
+  blockDim = blk;
+  const unsigned n = blk.x, warps = (n + EMU_WARP - 1) / EMU_WARP;
+  for (unsigned b = 0; b < grid.x; ++b) {
+    block.all = std::make_unique<std::barrier<>>(n);
+    block.warp.clear();
+    for (unsigned w = 0; w < warps; ++w) block.warp.push_back(std::make_unique<std::barrier<>>(std::min<unsigned>(EMU_WARP, n - w * EMU_WARP)));
+    block.exchange.assign(warps * EMU_WARP, 0u);
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < n; ++t)
+      threads.emplace_back([=] {
+        threadIdx = dim3(t);
+        blockIdx = dim3(b);
+        kernel(args...);
+      });
+    for (auto& t : threads) t.join();
+  }
+}
+}  // namespace kwiki_emu
+
+inline void __syncthreads() { kwiki_emu::block.all->arrive_and_wait(); }
+inline unsigned atomicAdd(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_add(v); }
+inline unsigned __shfl_down_sync(unsigned, unsigned v, unsigned delta) {
+  const unsigned lane = threadIdx.x % EMU_WARP, warp = threadIdx.x / EMU_WARP;
+  auto& b = kwiki_emu::block;
+  b.exchange[warp * EMU_WARP + lane] = v;
+  b.warp[warp]->arrive_and_wait();
+  const unsigned r = lane + delta < EMU_WARP ? b.exchange[warp * EMU_WARP + lane + delta] : v;
+  b.warp[warp]->arrive_and_wait();
+  return r;
+}
+
+namespace kwiki {
+template <typename T>
+struct alignas(16) Vec {
+  static constexpr int N = static_cast<int>(16 / sizeof(T));
+  T v[16 / sizeof(T)];
+};
+template <typename T>
+inline Vec<T> load_vec(const T* p) {
+  return *reinterpret_cast<const Vec<T>*>(p);
+}
+template <typename T>
+inline void store_vec(T* p, const Vec<T>& v) {
+  *reinterpret_cast<Vec<T>*>(p) = v;
+}
+template <typename T>
+constexpr int vec_width() {
+  return static_cast<int>(16 / sizeof(T));
+}
+template <typename To, typename From>
+inline To bit_cast(const From& f) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast between types of one size");
+  To t;
+  std::memcpy(&t, &f, sizeof(To));
+  return t;
+}
+inline bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+}  // namespace kwiki
+
+namespace kwiki {
+/// Four multiprocessors: the filter's cases of at most 4 rows take its 1024-thread blocks, the rest 512.
+inline int multiprocessor_count() { return 4; }
+}  // namespace kwiki
