@@ -299,10 +299,20 @@ void generate(Context& c) {
       c.source = read_text(c.kernel_path);
     }
   } else if (c.candidate == Candidate::kTemplate && c.dsl) {
-    throw Error(ErrorCode::kBadInput, std::string("kwiki writes ") + detail::find_framework(c.header.framework)->language +
-                                          " V0s from its generator's IR only, and this plan claims the " + c.family +
-                                          " template: plan again with --pattern generated, or with --framework " + (c.amd ? "hip" : "cuda"),
-                c.plan_path.string(), "/target/framework");
+    // A family's hand-written DSL V0 (its row's dsl_frameworks), filled with the binding below.
+    const FamilyRow* row = find_family(c.family);
+    if (!row || !family_has_dsl_kernel(*row, c.header.framework)) {
+      std::string with;
+      for (std::size_t i = 0; i < kFamilyCount; ++i)
+        if (family_has_dsl_kernel(kFamilies[i], c.header.framework)) with += std::string(with.empty() ? "" : ", ") + kFamilies[i].name;
+      throw Error(ErrorCode::kBadInput, std::string("kwiki writes ") + detail::find_framework(c.header.framework)->language +
+                                            " V0s from its generator's IR" + (with.empty() ? "" : " and for the families " + with) +
+                                            ", and this plan claims the " + c.family + " template: plan again with --pattern generated, or with --framework " +
+                                            (c.amd ? "hip" : "cuda"),
+                  c.plan_path.string(), "/target/framework");
+    }
+    c.source = embedded_file(dsl_kernel_file(*row, c.header.framework));
+    if (c.source.empty()) throw Error(ErrorCode::kBadInput, "this kwiki carries no " + dsl_kernel_file(*row, c.header.framework), c.plan_path.string());
   } else if (c.candidate == Candidate::kTemplate && !c.cpu) {
     c.source = template_source(c.family, c.header.dtype, c.header.vendor);
     if (c.source.empty()) throw Error(ErrorCode::kBadInput, "kwiki has no kernel template for family " + c.family, c.plan_path.string());
@@ -325,13 +335,17 @@ void generate(Context& c) {
   ordered_json names = ordered_json::array();
   if (traced)
     for (const auto& t : (*traced)["outputs"]) names.push_back(t["name"]);
-  std::string model = embedded_file("kernel_model.py");
-  model = replace_all(model, "@BINDING@", c.binding.dump());
-  model = replace_all(model, "@FORM@", traced ? traced->value("returns", std::string("tensor")) : "tensor");
-  model = replace_all(model, "@OUTPUT_NAMES@", names.dump());
+  // The Models' slots: the plan's binding, the reference's return form and output names, the target.
+  const auto fill = [&](std::string text) {
+    text = replace_all(text, "@BINDING@", c.binding.dump());
+    text = replace_all(text, "@FORM@", traced ? traced->value("returns", std::string("tensor")) : "tensor");
+    text = replace_all(text, "@OUTPUT_NAMES@", names.dump());
+    return replace_all(text, "@TARGET@", c.header.target);
+  };
+  const std::string model = fill(embedded_file("kernel_model.py"));
   if (c.dsl && c.candidate == Candidate::kTemplate) {
     // kernel.py launches the DSL kernel; the ABI launcher's Model (the CPU twin on --device cpu) is kernel_twin.py.
-    write_generated(c, "kernel.py", c.source);
+    write_generated(c, "kernel.py", c.family == "generated" ? c.source : fill(c.source));
     c.source = read_text(c.ws / "kernel.py");
     c.kernel_path = c.ws / "kernel.py";
     c.result.kernel_path = c.kernel_path.string();

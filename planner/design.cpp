@@ -5,6 +5,8 @@
 #include <cmath>
 #include <set>
 
+#include "family.hpp"
+
 namespace kwiki::detail {
 namespace {
 
@@ -144,7 +146,10 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     add("grid", "min(ceil(T*I / (256*" + std::to_string(vec) + ")), " + std::to_string(units) + " " + t.compute_unit_name + "s x 8) blocks", rec);
     add("accumulation", "fp32 sigmoid/gelu and products, one rounding at the store", acc_rec);
   } else if (pattern == "gemm") {
-    d.template_name = amd ? "gemm_mfma_hip" : "gemm_tma_wgmma_cuda";
+    // A DSL framework with the family's hand-written V0 in it (baseline/kernels/gemm_<framework>.py).
+    const FamilyRow* row = find_family(pattern);
+    const bool dsl = fw && !fw->native && row && family_has_dsl_kernel(*row, t.framework);
+    d.template_name = amd ? "gemm_mfma_hip" : dsl ? "gemm_tma_wgmma_" + t.framework : "gemm_tma_wgmma_cuda";
     const std::string mma_rec = amd ? wiki.ask("matrix instruction", "bf16 gemm MFMA tiling on " + gpu)
                                     : wiki.ask("matrix instruction", "bf16 gemm wgmma mma_async warpgroup on " + gpu);
     const std::string pipe_rec = wiki.ask("pipelining", amd ? "LDS double buffering register prefetch gemm on " + gpu
@@ -157,6 +162,18 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
       add("data movement", "global -> registers -> LDS double buffer, 16-byte loads", pipe_rec);
       add("bank conflicts", "XOR-swizzled " + t.onchip_name + " layout for the A and B tiles", swz_rec);
       add("grid", "ceil(M/128) x ceil(N/128) blocks; small-M shapes are memory-bound (weights dominate bytes)", tile_rec);
+    } else if (dsl) {
+      add("matrix instruction", "wgmma.mma_async m64n128k16 -> fp32 through " + lang + "'s warpgroup MMA atom, both operands from shared memory",
+          mma_rec);
+      add("tile", "block tile 128 x 128 x 64: two warpgroups of 64 x 128 (64 fp32 accumulators a thread); warp 0 also issues the copies",
+          tile_rec);
+      add("data movement", "TMA tile copies into a 4-stage shared-memory ring, full/empty mbarriers (the DSL's TMA pipeline); TMA zero-fills "
+                           "the parts of a tile past M, N or K",
+          pipe_rec);
+      add("bank conflicts", "128-byte swizzle: TMA writes it, wgmma's descriptors read it", swz_rec);
+      add("grid", "ceil(M/128) x ceil(N/128) blocks; the epilogue stores the elements inside out; K % 8 != 0, unaligned pointers or fp32 "
+                  "take a one-thread-per-output fallback kernel",
+          tile_rec);
     } else {
       add("matrix instruction",
           "wgmma.mma_async m64n256k16 bf16 -> fp32, both operands from shared memory (M > 64 and M*N*K >= 2^28); "

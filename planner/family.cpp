@@ -202,7 +202,7 @@ const FamilyRow kFamilies[] = {
      "", fp8_quant_work},
     {"moe_gating", "moe_topk_gating topk_softmax", "moe_gating", "gating[T,E] (fp32), topk_weights[T,k] (fp32), topk_ids[T,k] (int32); T, E, k; renormalize",
      "", moe_gating_work},
-    {"gemm", "linear matmul", "gemm", "x[M,K], w[N,K], bias[N] or null, out[M,N]; M, N, K", "bias", gemm_work},
+    {"gemm", "linear matmul", "gemm", "x[M,K], w[N,K], bias[N] or null, out[M,N]; M, N, K", "bias", gemm_work, false, "cutedsl"},
     {"paged_decode_attention", "paged_attention decode_attention", "decode_attention",
      "query[B,Hq,D], key_cache[NB,P,Hkv,D], value_cache[NB,P,Hkv,D], block_tables[B,MB], seq_lens[B], out[B,Hq,D], partial_out, partial_lse; "
      "B, Hq, Hkv, D, P, MB, S; scale",
@@ -241,6 +241,17 @@ const FamilyRow* find_family(std::string_view name) {
       if (name == a) return &row;
   }
   return nullptr;
+}
+
+bool family_has_dsl_kernel(const FamilyRow& row, std::string_view framework) {
+  std::istringstream words(row.dsl_frameworks);
+  for (std::string w; words >> w;)
+    if (w == framework) return true;
+  return false;
+}
+
+std::string dsl_kernel_file(const FamilyRow& row, std::string_view framework) {
+  return std::string(row.name) + "_" + std::string(framework) + ".py";
 }
 
 std::string family_names() {

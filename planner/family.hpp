@@ -18,7 +18,8 @@ struct WorkInput {
 
 /// One family. Adding one is a row here, its counter, its twin (planner/twin/kwiki_twin.cpp), its
 /// Python adapter (planner/python/kwiki_families.py, same name) and its kernel template
-/// (baseline/kernels/<name>.cuh); the rest of kwiki reads the row.
+/// (baseline/kernels/<name>.cuh); the rest of kwiki reads the row. A V0 in a Python DSL as well is
+/// a word in dsl_frameworks and its file, baseline/kernels/<name>_<framework>.py.
 struct FamilyRow {
   const char* name;
   const char* aliases;          ///< space-separated other names (--pattern, task hints)
@@ -29,6 +30,9 @@ struct FamilyRow {
   /// The family writes a few rows into a large input updated in place (a paged KV cache): its
   /// bytes are the counter's, not the sum of the dry run's tensors (which holds the whole cache).
   bool updates_part_of_input = false;
+  /// Space-separated DSL frameworks (kFrameworks names: cutedsl, flydsl) the family has a hand-written
+  /// V0 in: kwiki baseline writes baseline/kernels/<name>_<framework>.py as kernel.py.
+  const char* dsl_frameworks = "";
 };
 
 /// Every family, in the order the proof tries them (a more specific one before the one it contains).
@@ -38,6 +42,12 @@ extern const std::size_t kFamilyCount;
 
 /// The row named (or aliased) `name`, or nullptr.
 const FamilyRow* find_family(std::string_view name);
+
+/// Whether `row` has a hand-written V0 in the DSL framework `framework` (a word of dsl_frameworks).
+bool family_has_dsl_kernel(const FamilyRow& row, std::string_view framework);
+
+/// The embedded file of that V0: "<name>_<framework>.py" (baseline/kernels/).
+std::string dsl_kernel_file(const FamilyRow& row, std::string_view framework);
 
 /// Every family name, comma-separated in table order (the proof's --families argument).
 std::string family_names();

@@ -1,8 +1,9 @@
-// The generator's DSL backends (issue 21): for every task the generator lowers, kwiki plan
-// --framework cutedsl (H200) and --framework flydsl (MI300X) and kwiki baseline write a kernel.py
-// holding the DSL kernel, and the DSL compiles it for sm_90a / gfx942 on this machine (no GPU: the
-// run and the timing wait for one). The DSL wheels come from scripts/dev.sh dsl, through
-// $KWIKI_DSL_PYTHON; without it these tests skip and say how to install them.
+// The DSL backends (issue 21): for every task the generator lowers, kwiki plan --framework cutedsl
+// (H200) and --framework flydsl (MI300X) and kwiki baseline write a kernel.py holding the DSL kernel,
+// and the DSL compiles it for sm_90a / gfx942 on this machine (no GPU: the run and the timing wait
+// for one); the gemm family's hand-written CuteDSL V0 (TMA + wgmma) likewise. The DSL wheels come
+// from scripts/dev.sh dsl, through $KWIKI_DSL_PYTHON; without it these tests skip and say how to
+// install them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -112,6 +113,89 @@ TEST(Framework, DslPlanStillChecksTheCpuTwin) {
   EXPECT_EQ(json::parse(b.out)["status"], "PASS");
   EXPECT_NE(test::read_text(ws + "/kernel.py").find("@cute.kernel"), std::string::npos);
   EXPECT_NE(test::read_text(ws + "/kernel_twin.py").find("kwiki_launch"), std::string::npos);
+}
+
+// The gemm family's CuteDSL V0 (baseline/kernels/gemm_cutedsl.py): a gemm task planned with
+// --framework cutedsl keeps its family, and kwiki baseline writes kernel.py launching the DSL GEMM and
+// compiles it for sm_90a: TMA tile copies (cp.async.bulk.tensor) and wgmma.mma_async in the PTX.
+class GemmCuteDsl : public ::testing::TestWithParam<std::string> {
+ protected:
+  /// kwiki plan --framework cutedsl on the H200; "" when the family was proven, else why not.
+  std::string plan() {
+    const RunResult p = run_kwiki({"plan", "--task", task_, "--gpu", "H200", "--framework", "cutedsl", "--workspace", ws_, "--index", DslEnv::index(),
+                                   "--force", "--json"});
+    EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+    const json j = json::parse(p.out, nullptr, false);
+    if (!j.is_object()) return "the plan printed no JSON";
+    if (j["pattern"]["name"] != "gemm" && j["notes"].dump().find("torch") != std::string::npos)
+      return "no torch here: the family's proof cannot run (scripts/dev.sh installs python3-torch)";
+    EXPECT_EQ(j["pattern"]["name"], "gemm") << p.out.substr(0, 2000);
+    EXPECT_EQ(j["target"]["framework"], "cutedsl");
+    const json saved = json::parse(test::read_text(ws_ + "/plans/v0_plan.json"));
+    EXPECT_EQ(saved["design"]["template"], "gemm_tma_wgmma_cutedsl") << saved["design"].dump();
+    return "";
+  }
+  TempDir dir_;
+  std::string task_ = tasks_dir() + "/" + GetParam(), ws_ = dir_ / "ws";
+};
+
+TEST_P(GemmCuteDsl, CompilesForSm90aWithTmaAndWgmma) {
+  if (dsl_python().empty()) GTEST_SKIP() << "no DSL here: " << kInstall;
+  if (const std::string why = plan(); !why.empty()) GTEST_SKIP() << why;
+  const RunResult b = run_kwiki({"baseline", "--workspace", ws_, "--no-commit", "--json"}, {{"KWIKI_DSL_PYTHON", dsl_python()}});
+  const std::string log = test::read_text(ws_ + "/profiles/v0/dsl_compile.log");
+  ASSERT_EQ(b.exit_code, kExitNotMeasured) << b.out.substr(0, 2000) << b.err << log.substr(log.size() > 6000 ? log.size() - 6000 : 0);
+  const json j = json::parse(b.out);
+  ASSERT_TRUE(j["compiled"].get<bool>()) << log.substr(log.size() > 6000 ? log.size() - 6000 : 0);
+  const json& check = j["static_evidence"]["dsl_check"];
+  EXPECT_EQ(check.value("target", ""), "sm_90a") << check.dump();
+  EXPECT_EQ(check.value("skeleton", ""), "gemm_tma_wgmma") << check.dump();
+  EXPECT_EQ(check["kernels"].size(), 3u) << "the TMA/wgmma kernel with and without bias, and the fallback: " << check.dump();
+  // The PTX files themselves, not only the counts the check reports.
+  for (const char* kernel : {"tma_wgmma", "tma_wgmma_bias"}) {
+    const std::string ptx = test::read_text(check.value(std::string(kernel) + "_ptx", ""));
+    EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos) << kernel;
+    EXPECT_NE(ptx.find("wgmma.mma_async"), std::string::npos) << kernel << ": no warpgroup MMA";
+    EXPECT_NE(ptx.find("cp.async.bulk.tensor"), std::string::npos) << kernel << ": no TMA tile copy";
+    EXPECT_NE(ptx.find("mbarrier.try_wait"), std::string::npos) << kernel << ": no mbarrier wait";
+    EXPECT_GT(check[std::string(kernel) + "_instructions"].value("wgmma.mma_async", 0), 0) << check.dump();
+    EXPECT_GT(check[std::string(kernel) + "_instructions"].value("cp.async.bulk.tensor", 0), 0) << check.dump();
+    EXPECT_GT(check.value(std::string(kernel) + "_cubin_bytes", 0), 0) << check.dump();
+  }
+  EXPECT_GT(check.value("simt_bias_cubin_bytes", 0), 0) << check.dump();
+  const std::string py = test::read_text(ws_ + "/kernel.py");
+  EXPECT_NE(py.find("@cute.kernel"), std::string::npos);
+  EXPECT_NE(py.find("class TmaWgmmaGemm"), std::string::npos);
+  EXPECT_EQ(py.find("self.ref("), std::string::npos) << "forward never calls the reference";
+  EXPECT_EQ(py.find("@BINDING@"), std::string::npos) << "every slot of the template is filled";
+  EXPECT_EQ(py.find("@TARGET@"), std::string::npos);
+  EXPECT_NE(test::read_text(ws_ + "/kernel_twin.py").find("kwiki_launch"), std::string::npos);
+}
+
+// Without a GPU the plan's proof still holds: kwiki baseline --device cpu runs the gemm family's CPU
+// twin through kernel_twin.py (the launcher ABI's Model) against the reference; no DSL is needed.
+TEST_P(GemmCuteDsl, ChecksTheCpuTwin) {
+  if (const std::string why = plan(); !why.empty()) GTEST_SKIP() << why;
+  const RunResult b = run_kwiki({"baseline", "--workspace", ws_, "--device", "cpu", "--no-commit", "--json"});
+  ASSERT_EQ(b.exit_code, 0) << b.out.substr(0, 2000) << test::read_text(ws_ + "/profiles/v0/test_kernel.log").substr(0, 3000);
+  EXPECT_EQ(json::parse(b.out)["status"], "PASS");
+  EXPECT_NE(test::read_text(ws_ + "/kernel.py").find("TmaWgmmaGemm"), std::string::npos) << "kernel.py is the DSL GEMM also here";
+}
+
+INSTANTIATE_TEST_SUITE_P(GemmTasks, GemmCuteDsl, ::testing::Values("linear_bf16", "f_linear_with_bias_inputs"));
+
+// A family without a DSL V0 is refused by kwiki baseline, and the refusal names the ones that have one.
+TEST(Framework, BaselineRefusesAFamilyWithoutADslKernel) {
+  TempDir dir;
+  const std::string ws = dir / "ws";
+  const RunResult p = run_kwiki({"plan", "--task", tasks_dir() + "/rms_norm", "--gpu", "H200", "--framework", "cutedsl", "--pattern", "rms_norm",
+                                 "--workspace", ws, "--index", DslEnv::index(), "--json"});
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  if (json::parse(p.out)["pattern"]["name"] != "rms_norm") GTEST_SKIP() << "rms_norm was not proven here (no torch?): " << p.out.substr(0, 1000);
+  const RunResult r = run_kwiki({"baseline", "--workspace", ws, "--no-commit", "--json"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("the families gemm"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws + "/kernel.py"));
 }
 
 class DslBackend : public ::testing::TestWithParam<std::string> {
