@@ -3,14 +3,9 @@
 # a template or to bench_cuda.cuh cannot leave them broken until the next GPU session.
 # Usage: tests/check_bench_gpu.sh SOURCE_DIR OUT_DIR     (exit 77 = skipped: no nvcc)
 set -uo pipefail
-src=$(cd "$1" && pwd)
-mkdir -p "$2"
-out=$(cd "$2" && pwd)
-nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if [[ ! -x $nvcc ]]; then
-  echo "SKIPPED: no nvcc (install the CUDA toolkit to compile the GPU bench programs)"
-  exit 77
-fi
+source "$(dirname "$0")/nvcc_script.sh"
+nvcc_script_start "$1" "$2" "compile the GPU bench programs"
+src=$in
 fail=0
 for f in "$src"/bench/gpu/*.cu; do
   name=$(basename "$f" .cu)

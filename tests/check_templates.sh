@@ -4,14 +4,9 @@
 # read from the SASS when cuobjdump is installed, else from the PTX (ld.global.v4, mma.sync).
 # Usage: tests/check_templates.sh KERNELS_DIR OUT_DIR     (exit 77 = skipped: no nvcc)
 set -uo pipefail
-kernels=$(cd "$1" && pwd)
-mkdir -p "$2"
-out=$(cd "$2" && pwd)
-nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if [[ ! -x $nvcc ]]; then
-  echo "SKIPPED: no nvcc (install the CUDA toolkit to compile the templates)"
-  exit 77
-fi
+source "$(dirname "$0")/nvcc_script.sh"
+nvcc_script_start "$1" "$2" "compile the templates"
+kernels=$in
 cuobjdump=$(dirname "$nvcc")/cuobjdump
 mkdir -p "$out"
 fail=0
