@@ -4,9 +4,9 @@
 # when capture fails), the L2 flushed before each repetition, median of REPS.
 # Usage: python generated_bench.py WORK TASK_DIR... [--warm-only]
 #   WORK/ws/<task>/gen  (kwiki plan --pattern generated; kwiki baseline) and, when present,
-#   WORK/ws/<task>/hand (the hand-written family's workspace) and WORK/ws/<task>/cute (the CuteDSL V0
-#   of the same IR: kernel.py launches the DSL kernel from Model.forward; timed as forward calls
-#   captured in the graph). One JSON line per shape on stdout.
+#   WORK/ws/<task>/hand (the hand-written family's workspace) and WORK/ws/<task>/cute (the task's
+#   CuteDSL V0, the family's own or the generator's: kernel.py launches the DSL kernel from
+#   Model.forward; timed as forward calls captured in the graph). One JSON line per shape on stdout.
 import importlib.util
 import json
 import math
@@ -87,7 +87,8 @@ def ceilings(flush):
 
 def bench_task(work, task_dir, warm_only, flush, base):
     name = os.path.basename(task_dir.rstrip("/"))
-    sys.path.insert(0, os.path.join(work, "ws", name, "gen"))
+    # kwiki_device and kwiki_families from whichever of the task's workspaces exists (their copies are the same)
+    sys.path.insert(0, next(d for d in (os.path.join(work, "ws", name, k) for k in ("gen", "hand", "cute")) if os.path.isdir(d)))
     import kwiki_device  # noqa: F401  (the workspace's copy)
     import kwiki_families
     factory = load("kwiki_bench_input_" + name, os.path.join(task_dir, "input.py"))

@@ -3,8 +3,9 @@
 # --pattern generated and checked by kwiki baseline (correctness, all shapes); the hand family's
 # V0 beside it where one is proven; then each task timed in one process (generated_bench.py:
 # generated, hand template, torch eager, torch.compile) and the table printed (generated_table.py).
-# With $KWIKI_DSL_PYTHON set (a python that imports cutlass.cute), the CuteDSL V0 of the same
-# IR (--framework cutedsl) is planned, checked and timed beside them.
+# With $KWIKI_DSL_PYTHON set (a python that imports cutlass.cute), the task's CuteDSL V0 is planned,
+# checked and timed beside them: the hand family's own when it has one (the gemm family), else the
+# generator's IR in CuteDSL (--pattern generated --framework cutedsl).
 # Usage: bench/gpu/generated_h200.sh KWIKI WORK [TASK...]   (default: every data/tasks task)
 #        Phases by $PHASES (default "check warm time table"); $JOBS parallel checks (default 8);
 #        $GEN_ONLY: tasks whose hand family is not planned beside the generated V0;
@@ -29,9 +30,12 @@ check() {  # plan (generated, CuteDSL, and the default family unless $GEN_ONLY n
     [[ $kind == hand && " ${GEN_ONLY:-} " == *" $t "* ]] && continue
     local ws=$work/ws/$t/$kind args=()
     [[ $kind == gen ]] && args=(--pattern generated)
-    [[ $kind == cute ]] && args=(--pattern generated --framework cutedsl)
     rm -rf "$ws"
-    "$kwiki" plan --task "$root/data/tasks/$t" --gpu H200 --workspace "$ws" "${args[@]}" --json > "$work/$t.$kind.plan.json" 2> "$work/$t.$kind.plan.err"
+    if [[ $kind == cute ]]; then  # the family's CuteDSL V0 where it has one, else the generator's
+      "$kwiki" plan --task "$root/data/tasks/$t" --gpu H200 --workspace "$ws" --framework cutedsl --json > "$work/$t.$kind.plan.json" 2> "$work/$t.$kind.plan.err" ||
+        { rm -rf "$ws"; args=(--pattern generated --framework cutedsl); }
+    fi
+    [[ -d $ws ]] || "$kwiki" plan --task "$root/data/tasks/$t" --gpu H200 --workspace "$ws" "${args[@]}" --json > "$work/$t.$kind.plan.json" 2> "$work/$t.$kind.plan.err"
     local fam
     fam=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['pattern']['name'])" "$work/$t.$kind.plan.json" 2>/dev/null)
     if [[ $fam == unknown || -z $fam || ($kind == hand && $fam == generated) ]]; then
@@ -48,9 +52,11 @@ if [[ " $phases " == *" check "* ]]; then
   export kwiki work root GEN_ONLY KINDS
   printf '%s\n' "${tasks[@]}" | xargs -P "$jobs" -I{} bash -c 'check "$@"' _ {}
 fi
-ready=()
+ready=()  # the tasks with a V0 that passed on the GPU: generated, hand or CuteDSL
 for t in "${tasks[@]}"; do
-  passed "$work/$t.gen.check.json" && ready+=("$t")
+  for kind in gen hand cute; do
+    if passed "$work/$t.$kind.check.json"; then ready+=("$t"); break; fi
+  done
 done
 if [[ " $phases " == *" warm "* ]]; then  # torch.compile's caches filled in parallel, before any timing
   printf '%s\n' "${ready[@]}" | xargs -P "$jobs" -I{} sh -c 'python3 "$0/bench/gpu/generated_bench.py" "$1" "$0/data/tasks/$2" --warm-only > "$1/$2.warm.log" 2>&1' "$root" "$work" {}

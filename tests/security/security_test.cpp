@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -104,15 +105,25 @@ TEST_F(Security, WorkspacePathCannotRunACommandThroughGit) {
 }
 
 TEST_F(Security, MetadataIdCannotRunACommandOrLeaveTheFolder) {
+  // The working folder sits two levels down in our own temporary folder, so "../" from it lands
+  // in a folder only this test writes: a listing of it, not a guess at a name, says what escaped.
   const std::string task = make_task(dir_ / "task", {{"metadata.json", R"({"id": "../x'$(touch pwned)'"})"}});
-  fs::create_directories(dir_ / "cwd");
-  const RunResult r = run_in(dir_ / "cwd", {"plan", "--task", task, "--gpu", "H200", "--no-dry-run", "--index", index()});
-  EXPECT_FALSE(fs::exists(fs::path(dir_ / "cwd") / kPwned) || pwned()) << "the metadata id ran a command";
+  const fs::path above = dir_ / "above";
+  const fs::path cwd = above / "cwd";
+  fs::create_directories(cwd);
+  const RunResult r = run_in(cwd, {"plan", "--task", task, "--gpu", "H200", "--no-dry-run", "--index", index()});
+  EXPECT_FALSE(fs::exists(cwd / kPwned) || pwned()) << "the metadata id ran a command";
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto names = [](const fs::path& d) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(d)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(names(above), std::vector<std::string>{"cwd"}) << "the workspace left the working folder";
+  EXPECT_EQ(names(dir_.path()), (std::vector<std::string>{"above", "task"})) << "the workspace left the working folder";
   // The default workspace is a folder of the working folder, its name made of safe characters.
-  std::vector<std::string> made;
-  for (const auto& e : fs::directory_iterator(dir_ / "cwd")) made.push_back(e.path().filename().string());
-  EXPECT_FALSE(fs::exists(dir_ / "x") || fs::exists(fs::path(dir_.path()).parent_path() / "x")) << "the workspace left the working folder";
+  const std::vector<std::string> made = names(cwd);
   ASSERT_EQ(made.size(), 1u);
   EXPECT_EQ(made[0].find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"), std::string::npos) << made[0];
 }
