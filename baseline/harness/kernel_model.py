@@ -121,21 +121,25 @@ class Model(torch.nn.Module):
         scalars = [float(arguments[n]) for n in BINDING["scalars"]]
         return tensors + outs, dims, scalars, dict(zip(BINDING["outputs"], outs)), device
 
-    def prepare(self, *args, **kwargs):
-        """(launch, result): launch() enqueues only the kernel (a harness times it alone, or captures
-        it in a graph); result() arranges the outputs as the reference returns them."""
+    def launch_arguments(self, *args, **kwargs):
+        """(family, tensors, dims, params, outputs, device, binding): the launcher's arguments for
+        these inputs, in the ABI's order (a bench reads them to call a library on the same tensors)."""
         arguments = self._arguments(args, kwargs)
         family = BINDING["family"]
         if family == "generic":
             tensors, dims, params, outs, device = self._generic(arguments)
-            binding = {"outputs": {n: n for n in BINDING["outputs"]}}
-        else:
-            held = dict(self.ref.named_parameters())
-            held.update(dict(self.ref.named_buffers()))
-            get = lambda src: (arguments if src[0] == "input" else held if src[0] == "param" else self._init_arguments).get(src[1])
-            tensors, dims, params, outs = _families.FAMILIES[family].prepare(BINDING, get)
-            device = next(t.device for t in tensors if t is not None)
-            binding = BINDING
+            return family, tensors, dims, params, outs, device, {"outputs": {n: n for n in BINDING["outputs"]}}
+        held = dict(self.ref.named_parameters())
+        held.update(dict(self.ref.named_buffers()))
+        get = lambda src: (arguments if src[0] == "input" else held if src[0] == "param" else self._init_arguments).get(src[1])
+        tensors, dims, params, outs = _families.FAMILIES[family].prepare(BINDING, get)
+        device = next(t.device for t in tensors if t is not None)
+        return family, tensors, dims, params, outs, device, BINDING
+
+    def prepare(self, *args, **kwargs):
+        """(launch, result): launch() enqueues only the kernel (a harness times it alone, or captures
+        it in a graph); result() arranges the outputs as the reference returns them."""
+        family, tensors, dims, params, outs, device, binding = self.launch_arguments(*args, **kwargs)
         launch = lambda: _launch(family, tensors, dims, params, device)
         return launch, lambda: _families.outputs_in_form(binding, dict(outs), FORM, OUTPUT_NAMES)
 

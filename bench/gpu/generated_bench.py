@@ -1,5 +1,6 @@
 # generated_bench.py: the generator's V0 against kwiki's hand template, torch eager and torch.compile,
-# side by side in one process per task, on the GPU here. Every candidate is checked against the
+# side by side in one process per task, on the GPU here, and torch's library path for the hand
+# family's work where there is one (library_paths.py: SDPA-flash, cuBLAS, _scaled_mm). Every candidate is checked against the
 # eager reference first, then timed the same way: captured in a CUDA graph and replayed (plain calls
 # when capture fails), the L2 flushed before each repetition, median of REPS.
 # Usage: python generated_bench.py WORK TASK_DIR... [--warm-only]
@@ -14,6 +15,9 @@ import os
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import library_paths  # noqa: E402
 
 REPS, WARMUP = 50, 10
 
@@ -140,6 +144,11 @@ def bench_task(work, task_dir, warm_only, flush, base):
             row[kind] = {"ok": ok}
             if ok:
                 row[kind].update(timed(launch, flush))
+            if kind == "hand" and ok:  # torch's library path for the family's work, on the V0's own tensors
+                family, tensors, dims, params = model.launch_arguments(**args)[:4]
+                path = library_paths.library_path(family, tensors, dims, params)
+                if path:
+                    row["library"] = dict(timed(path.call, flush), label=path.label, flops=path.flops, v0_flops=path.v0_flops)
         fixed = clone()
         with torch.no_grad():
             row["eager"] = timed(lambda: ref(**fixed), flush)

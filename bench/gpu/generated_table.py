@@ -56,6 +56,19 @@ def main():
             cell(hm) if h else "-", cell(um) if u else "-", cell(e), cell(k), "%.0f%%" % (100 * bw / r["ceilings"]["copy_tb_s"]) if bw else "-",
             "%.2f" % (gm / r["ceilings"]["launch_floor_us"]) if gm else "-", "%.2fx" % (e / gm) if gm else "-", "%.2fx" % (k / gm) if gm else "-"))
 
+    lib = [r for r in rows if r.get("library")]
+    if lib:
+        print("\n## The hand V0 against torch's library path (same run; rates on each one's own work: a padded batch does more)\n")
+        print("| task | shape | hand us | hand TFLOP/s | library | library us | library TFLOP/s | hand rate / library rate |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        for r in lib:
+            h, b = r.get("hand") or {}, r["library"]
+            hm = h.get("median") if h.get("ok") else None
+            hr = r["library"]["v0_flops"] / (hm * 1e-6) / 1e12 if hm else None
+            br = b["flops"] / (b["median"] * 1e-6) / 1e12
+            print("| %s | %s | %s | %s | %s | %.2f | %.1f | %s |" % (r["task"], r["shape"], "%.2f" % hm if hm else "-", "%.1f" % hr if hr else "-",
+                                                                 b["label"], b["median"], br, "%.0f%%" % (100 * hr / br) if hr else "-"))
+
 
 if __name__ == "__main__":
     main()
