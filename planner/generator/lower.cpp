@@ -212,6 +212,14 @@ class Graph {
     return add(t);
   }
   int reduce(ReduceKind k, int arg, int dim, bool keepdim, DType out) {
+    // The same reduction of the same value again (x.mean() beside x.var(), whose own mean is that
+    // one) is the earlier node: one pass and one group reduction fewer in the kernel.
+    for (int i = 0; i < static_cast<int>(vals.size()); ++i) {
+      const TVal& e = vals[i];
+      if (e.kind == TKind::kReduce && e.reduce == k && e.args.size() == 1 && e.args[0] == arg && e.dim == dim && e.keepdim == keepdim &&
+          e.dtype == out)
+        return i;
+    }
     TVal t;
     t.kind = TKind::kReduce;
     t.reduce = k;
