@@ -14,7 +14,8 @@
 // chunk_counts[ceil(T*k/256)*E] (int32), expert_offsets[E+1] (int32),
 // sorted_ids[T*k + E*(BM-1)] (int32), block_expert[ceil((T*k + E*(BM-1))/BM)] (int32),
 // act[T*k,I] (T), slot_out[T*k,H] (fp32); dims T, H, I, E, k, BM (BM must be kBlockM, 16);
-// no params. Served: T*k <= 2^26, H and I <= 2^20, E <= 4096; any alignment (scalar loads).
+// no params. Served: T*k <= 2^26, H and I <= 2^20, E <= 4096, k <= 4096; any alignment (16-byte loads
+// when H and I are multiples of 16 bytes of T and the tensors 16-byte aligned, else one element a load).
 //
 // Design (MegaBlocks / vLLM moe_align_block_size, made deterministic), six kernels:
 // 1. count: a block per chunk of 256 (token, slot) entries; thread e counts expert e in the chunk
@@ -24,6 +25,8 @@
 //    block_expert (the expert of each BM-row block of sorted_ids, -1 past the end) filled.
 // 3. scatter: a block per chunk again; entry j's place is its chunk's prefix for its expert plus
 //    the entries of the same expert before it in the chunk: a stable sort of entries by expert.
+//    The GEMM grids cover the most row blocks T*k routed entries can need; a block past the routed
+//    rows (block_expert -1) leaves at once.
 // 4. gate/up: a block per (BM-row block, 64 columns of I) on CUDA cores; rows gathered from hidden
 //    by sorted_ids (token = entry / k); gate and up of the same 64 columns, so SiLU and the product
 //    run in the epilogue; act stored by entry (row j of [T*k, I]).
@@ -75,6 +78,34 @@ KWIKI_DEVICE void load_chunk_ids(const int* __restrict__ topk_ids, int* ids, con
     if (e < 0 || e >= s.E) e = -1;
   }
   ids[threadIdx.x] = e;
+}
+
+/// One 32-wide K slice of `n` rows into dst (fp32, zero past `len` or for a null row): row r starts at
+/// row_ptr(r) (nullptr: a padding row). kVec: 16-byte loads (len and every row start a multiple of the
+/// vector, 16-byte aligned); else one element a load.
+template <typename T, bool kVec, int kRows, typename RowPtr>
+KWIKI_DEVICE void load_slice(float (*dst)[kBlockK + 1], RowPtr row_ptr, int k0, int len) {
+  if constexpr (kVec) {
+    constexpr int V = kwiki::vec_width<T>(), kPerRow = kBlockK / V;
+    for (int idx = threadIdx.x; idx < kRows * kPerRow; idx += kGemmThreads) {
+      const int r = idx / kPerRow, kk = (idx % kPerRow) * V, k = k0 + kk;
+      const T* p = row_ptr(r);
+      if (p != nullptr && k < len) {
+        const kwiki::Vec<T> v = kwiki::load_vec(p + k);
+#pragma unroll
+        for (int q = 0; q < V; ++q) dst[r][kk + q] = kwiki_to_float(v.v[q]);
+      } else {
+#pragma unroll
+        for (int q = 0; q < V; ++q) dst[r][kk + q] = 0.0f;
+      }
+    }
+  } else {
+    for (int idx = threadIdx.x; idx < kRows * kBlockK; idx += kGemmThreads) {
+      const int r = idx / kBlockK, kk = idx % kBlockK, k = k0 + kk;
+      const T* p = row_ptr(r);
+      dst[r][kk] = (p != nullptr && k < len) ? kwiki_to_float(p[k]) : 0.0f;
+    }
+  }
 }
 
 /// Kernel 1: chunk_counts[chunk, e] = entries of the chunk routed to expert e.
@@ -154,7 +185,7 @@ moe_scatter_kernel(const int* __restrict__ topk_ids, const int* __restrict__ chu
 }
 
 /// Kernel 4: act[j, n] = T(T(silu(gate)) * up) for the block's BM sorted rows and 64 columns n.
-template <typename T>
+template <typename T, bool kVec>
 KWIKI_GLOBAL void __launch_bounds__(kGemmThreads)
 moe_gate_up_kernel(const T* __restrict__ hidden, const T* __restrict__ w13, const int* __restrict__ sorted_ids,
                    const int* __restrict__ block_expert, T* __restrict__ act, Shape s) {
@@ -170,16 +201,18 @@ moe_gate_up_kernel(const T* __restrict__ hidden, const T* __restrict__ w13, cons
   __syncthreads();
   float gate[kRowsPerThread] = {}, up[kRowsPerThread] = {};
   const T* w = w13 + static_cast<size_t>(e) * 2 * s.I * s.H;
+  // A row of hidden per sorted row (its token), and the gate rows n0.. then the up rows I + n0.. of w13[e].
+  auto x_row = [&](int r) -> const T* {
+    const int j = rows[r];
+    return j >= 0 ? hidden + static_cast<size_t>(j / s.K) * s.H : nullptr;
+  };
+  auto w_row = [&](int q) -> const T* {
+    const int n = n0 + q % kBlockN;
+    return n < s.I ? w + static_cast<size_t>(q < kBlockN ? n : s.I + n) * s.H : nullptr;
+  };
   for (int k0 = 0; k0 < s.H; k0 += kBlockK) {
-    for (int idx = tid; idx < kBlockM * kBlockK; idx += kGemmThreads) {
-      const int r = idx / kBlockK, kk = idx % kBlockK, h = k0 + kk, j = rows[r];
-      xs[r][kk] = (j >= 0 && h < s.H) ? kwiki_to_float(hidden[static_cast<size_t>(j / s.K) * s.H + h]) : 0.0f;
-    }
-    for (int idx = tid; idx < 2 * kBlockN * kBlockK; idx += kGemmThreads) {
-      const int q = idx / kBlockK, kk = idx % kBlockK, h = k0 + kk, n = n0 + q % kBlockN;
-      const int wrow = q < kBlockN ? n : s.I + n;
-      ws[q][kk] = (n < s.I && h < s.H) ? kwiki_to_float(w[static_cast<size_t>(wrow) * s.H + h]) : 0.0f;
-    }
+    load_slice<T, kVec, kBlockM>(xs, x_row, k0, s.H);
+    load_slice<T, kVec, 2 * kBlockN>(ws, w_row, k0, s.H);
     __syncthreads();
 #pragma unroll 8
     for (int kk = 0; kk < kBlockK; ++kk) {
@@ -206,7 +239,7 @@ moe_gate_up_kernel(const T* __restrict__ hidden, const T* __restrict__ w13, cons
 }
 
 /// Kernel 5: slot_out[j, h] = act[j] . w2[e, h] (fp32) for the block's BM sorted rows and 128 columns h.
-template <typename T>
+template <typename T, bool kVec>
 KWIKI_GLOBAL void __launch_bounds__(kGemmThreads)
 moe_down_kernel(const T* __restrict__ act, const T* __restrict__ w2, const int* __restrict__ sorted_ids, const int* __restrict__ block_expert,
                 float* __restrict__ slot_out, Shape s) {
@@ -223,15 +256,14 @@ moe_down_kernel(const T* __restrict__ act, const T* __restrict__ w2, const int* 
   __syncthreads();
   float lo[kRowsPerThread] = {}, hi[kRowsPerThread] = {};  // columns h0 + c and h0 + 64 + c
   const T* w = w2 + static_cast<size_t>(e) * s.H * s.I;
+  auto a_row = [&](int r) -> const T* {
+    const int j = rows[r];
+    return j >= 0 ? act + static_cast<size_t>(j) * s.I : nullptr;
+  };
+  auto w_row = [&](int q) -> const T* { return h0 + q < s.H ? w + static_cast<size_t>(h0 + q) * s.I : nullptr; };
   for (int k0 = 0; k0 < s.I; k0 += kBlockK) {
-    for (int idx = tid; idx < kBlockM * kBlockK; idx += kGemmThreads) {
-      const int r = idx / kBlockK, kk = idx % kBlockK, i = k0 + kk, j = rows[r];
-      xs[r][kk] = (j >= 0 && i < s.I) ? kwiki_to_float(act[static_cast<size_t>(j) * s.I + i]) : 0.0f;
-    }
-    for (int idx = tid; idx < kCols * kBlockK; idx += kGemmThreads) {
-      const int q = idx / kBlockK, kk = idx % kBlockK, i = k0 + kk, h = h0 + q;
-      ws[q][kk] = (h < s.H && i < s.I) ? kwiki_to_float(w[static_cast<size_t>(h) * s.I + i]) : 0.0f;
-    }
+    load_slice<T, kVec, kBlockM>(xs, a_row, k0, s.I);
+    load_slice<T, kVec, kCols>(ws, w_row, k0, s.I);
     __syncthreads();
 #pragma unroll 8
     for (int kk = 0; kk < kBlockK; ++kk) {
@@ -310,11 +342,16 @@ inline int launch(const T* hidden, const T* w13, const T* w2, const float* topk_
   if ((err = kwiki_last_error()) != 0) return err;
   moe_scatter_kernel<T><<<dim3(static_cast<unsigned>(s.chunks)), dim3(kChunk), 0, stream>>>(topk_ids, chunk_counts, sorted_ids, s);
   if ((err = kwiki_last_error()) != 0) return err;
-  const long long up_blocks = static_cast<long long>(s.row_blocks) * ((s.I + kBlockN - 1) / kBlockN);
-  moe_gate_up_kernel<T><<<dim3(static_cast<unsigned>(up_blocks)), dim3(kGemmThreads), 0, stream>>>(hidden, w13, sorted_ids, block_expert, act, s);
+  // 16-byte loads when every row the GEMMs read starts on a 16-byte boundary.
+  constexpr int V = kwiki::vec_width<T>();
+  const bool vec = s.H % V == 0 && s.I % V == 0 && kwiki::aligned16(hidden) && kwiki::aligned16(w13) && kwiki::aligned16(w2) && kwiki::aligned16(act);
+  const dim3 up_grid(static_cast<unsigned>(static_cast<long long>(s.row_blocks) * ((s.I + kBlockN - 1) / kBlockN)));
+  if (vec) moe_gate_up_kernel<T, true><<<up_grid, dim3(kGemmThreads), 0, stream>>>(hidden, w13, sorted_ids, block_expert, act, s);
+  else moe_gate_up_kernel<T, false><<<up_grid, dim3(kGemmThreads), 0, stream>>>(hidden, w13, sorted_ids, block_expert, act, s);
   if ((err = kwiki_last_error()) != 0) return err;
-  const long long down_blocks = static_cast<long long>(s.row_blocks) * ((s.H + 2 * kBlockN - 1) / (2 * kBlockN));
-  moe_down_kernel<T><<<dim3(static_cast<unsigned>(down_blocks)), dim3(kGemmThreads), 0, stream>>>(act, w2, sorted_ids, block_expert, slot_out, s);
+  const dim3 down_grid(static_cast<unsigned>(static_cast<long long>(s.row_blocks) * ((s.H + 2 * kBlockN - 1) / (2 * kBlockN))));
+  if (vec) moe_down_kernel<T, true><<<down_grid, dim3(kGemmThreads), 0, stream>>>(act, w2, sorted_ids, block_expert, slot_out, s);
+  else moe_down_kernel<T, false><<<down_grid, dim3(kGemmThreads), 0, stream>>>(act, w2, sorted_ids, block_expert, slot_out, s);
   if ((err = kwiki_last_error()) != 0) return err;
   moe_combine_kernel<T><<<dim3(static_cast<unsigned>(s.T)), dim3(kCombineThreads), 0, stream>>>(topk_weights, topk_ids, slot_out, out, s);
   return kwiki_last_error();

@@ -109,7 +109,9 @@ static std::vector<int> random_ids(int T_, int E, int K, unsigned seed) {
 int main() {
   moe_case<kwiki_bf16>("decode t1 e8 k2", 1, 64, 96, 8, 2, random_ids(1, 8, 2, 1));
   moe_case<kwiki_bf16>("t150 e16 k4 (3 chunks) h72 i40", 150, 72, 40, 16, 4, random_ids(150, 16, 4, 2));
-  moe_case<float>("fp32 t37 e6 k2 h130 i70", 37, 130, 70, 6, 2, random_ids(37, 6, 2, 3));
+  moe_case<float>("fp32 t37 e6 k2 h130 i70 (element loads)", 37, 130, 70, 6, 2, random_ids(37, 6, 2, 3));
+  moe_case<float>("fp32 t20 e4 k2 h36 i28 (16-byte loads)", 20, 36, 28, 4, 2, random_ids(20, 4, 2, 6));
+  moe_case<kwiki_bf16>("bf16 t21 e5 k3 h50 i30 (element loads)", 21, 50, 30, 5, 3, random_ids(21, 5, 3, 5));
   std::vector<int> one(40 * 2);
   for (int j = 0; j < 80; ++j) one[j] = j % 2 ? 3 : 5;  // every token on experts 5 and 3; the rest idle
   moe_case<kwiki_bf16>("two experts hold every token", 40, 48, 32, 8, 2, one);
