@@ -80,20 +80,34 @@ KWIKI_DEVICE void load_chunk_ids(const int* __restrict__ topk_ids, int* ids, con
   ids[threadIdx.x] = e;
 }
 
-/// One 32-wide K slice of `n` rows into dst (fp32, zero past `len` or for a null row): row r starts at
-/// row_ptr(r) (nullptr: a padding row). kVec: 16-byte loads (len and every row start a multiple of the
-/// vector, 16-byte aligned); else one element a load.
-template <typename T, bool kVec, int kRows, typename RowPtr>
-KWIKI_DEVICE void load_slice(float (*dst)[kBlockK + 1], RowPtr row_ptr, int k0, int len) {
+/// Element q of V elements of T packed in four 32-bit words, as fp32 (exact).
+template <typename T>
+KWIKI_DEVICE float word_to_float(const unsigned int (&w)[4], int q) {
+  if constexpr (sizeof(T) == 4) {
+    return __uint_as_float(w[q]);
+  } else {
+    const unsigned int word = w[q / 2];
+    return kwiki_to_float(kwiki::bit_cast<T>(static_cast<unsigned short>((q & 1) ? (word >> 16) : (word & 0xffffu))));
+  }
+}
+
+/// One 32-wide K slice of kRows rows into dst (fp32, zero past `len` or for a padding row): row r starts
+/// at base + row_at(r) (negative: a padding row; an offset, not a pointer, so the loads stay global ones
+/// on AMD rather than flat). kVec: 16-byte loads (len and every row start a multiple of the vector,
+/// 16-byte aligned); else one element a load.
+template <typename T, bool kVec, int kRows, typename RowAt>
+KWIKI_DEVICE void load_slice(float (*dst)[kBlockK + 1], const T* __restrict__ base, RowAt row_at, int k0, int len) {
   if constexpr (kVec) {
     constexpr int V = kwiki::vec_width<T>(), kPerRow = kBlockK / V;
     for (int idx = threadIdx.x; idx < kRows * kPerRow; idx += kGemmThreads) {
       const int r = idx / kPerRow, kk = (idx % kPerRow) * V, k = k0 + kk;
-      const T* p = row_ptr(r);
-      if (p != nullptr && k < len) {
-        const kwiki::Vec<T> v = kwiki::load_vec(p + k);
+      const long long at = row_at(r);
+      if (at >= 0 && k < len) {
+        // One 16-byte load as four words (a struct of 16-bit values may be split into narrower loads).
+        const uint4 u = *reinterpret_cast<const uint4*>(base + at + k);
+        const unsigned int w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
-        for (int q = 0; q < V; ++q) dst[r][kk + q] = kwiki_to_float(v.v[q]);
+        for (int q = 0; q < V; ++q) dst[r][kk + q] = word_to_float<T>(w, q);
       } else {
 #pragma unroll
         for (int q = 0; q < V; ++q) dst[r][kk + q] = 0.0f;
@@ -102,8 +116,8 @@ KWIKI_DEVICE void load_slice(float (*dst)[kBlockK + 1], RowPtr row_ptr, int k0, 
   } else {
     for (int idx = threadIdx.x; idx < kRows * kBlockK; idx += kGemmThreads) {
       const int r = idx / kBlockK, kk = idx % kBlockK, k = k0 + kk;
-      const T* p = row_ptr(r);
-      dst[r][kk] = (p != nullptr && k < len) ? kwiki_to_float(p[k]) : 0.0f;
+      const long long at = row_at(r);
+      dst[r][kk] = (at >= 0 && k < len) ? kwiki_to_float(base[at + k]) : 0.0f;
     }
   }
 }
@@ -202,19 +216,19 @@ moe_gate_up_kernel(const T* __restrict__ hidden, const T* __restrict__ w13, cons
   float gate[kRowsPerThread] = {}, up[kRowsPerThread] = {};
   const T* w = w13 + static_cast<size_t>(e) * 2 * s.I * s.H;
   // A row of hidden per sorted row (its token), and the gate rows n0.. then the up rows I + n0.. of w13[e].
-  auto x_row = [&](int r) -> const T* {
+  auto x_row = [&](int r) -> long long {
     const int j = rows[r];
-    return j >= 0 ? hidden + static_cast<size_t>(j / s.K) * s.H : nullptr;
+    return j >= 0 ? static_cast<long long>(j / s.K) * s.H : -1;
   };
-  auto w_row = [&](int q) -> const T* {
+  auto w_row = [&](int q) -> long long {
     const int n = n0 + q % kBlockN;
-    return n < s.I ? w + static_cast<size_t>(q < kBlockN ? n : s.I + n) * s.H : nullptr;
+    return n < s.I ? static_cast<long long>(q < kBlockN ? n : s.I + n) * s.H : -1;
   };
   for (int k0 = 0; k0 < s.H; k0 += kBlockK) {
-    load_slice<T, kVec, kBlockM>(xs, x_row, k0, s.H);
-    load_slice<T, kVec, 2 * kBlockN>(ws, w_row, k0, s.H);
+    load_slice<T, kVec, kBlockM>(xs, hidden, x_row, k0, s.H);
+    load_slice<T, kVec, 2 * kBlockN>(ws, w, w_row, k0, s.H);
     __syncthreads();
-#pragma unroll 8
+#pragma unroll 4
     for (int kk = 0; kk < kBlockK; ++kk) {
       const float wg = ws[c][kk], wu = ws[kBlockN + c][kk];
 #pragma unroll
@@ -256,16 +270,16 @@ moe_down_kernel(const T* __restrict__ act, const T* __restrict__ w2, const int* 
   __syncthreads();
   float lo[kRowsPerThread] = {}, hi[kRowsPerThread] = {};  // columns h0 + c and h0 + 64 + c
   const T* w = w2 + static_cast<size_t>(e) * s.H * s.I;
-  auto a_row = [&](int r) -> const T* {
+  auto a_row = [&](int r) -> long long {
     const int j = rows[r];
-    return j >= 0 ? act + static_cast<size_t>(j) * s.I : nullptr;
+    return j >= 0 ? static_cast<long long>(j) * s.I : -1;
   };
-  auto w_row = [&](int q) -> const T* { return h0 + q < s.H ? w + static_cast<size_t>(h0 + q) * s.I : nullptr; };
+  auto w_row = [&](int q) -> long long { return h0 + q < s.H ? static_cast<long long>(h0 + q) * s.I : -1; };
   for (int k0 = 0; k0 < s.I; k0 += kBlockK) {
-    load_slice<T, kVec, kBlockM>(xs, a_row, k0, s.I);
-    load_slice<T, kVec, kCols>(ws, w_row, k0, s.I);
+    load_slice<T, kVec, kBlockM>(xs, act, a_row, k0, s.I);
+    load_slice<T, kVec, kCols>(ws, w, w_row, k0, s.I);
     __syncthreads();
-#pragma unroll 8
+#pragma unroll 4
     for (int kk = 0; kk < kBlockK; ++kk) {
       const float wl = ws[c][kk], wh = ws[kBlockN + c][kk];
 #pragma unroll
