@@ -245,7 +245,7 @@ const FamilyRow kFamilies[] = {
     {"fused_moe", "fused_experts fused_moe_forward moe_forward experts moe_experts moe_mlp", "fused_moe",
      "hidden[T,H], w13[E,2I,H] (gate rows, then up rows), w2[E,H,I], topk_weights[T,k] (fp32), topk_ids[T,k] (int32), out[T,H], "
      "chunk_counts, expert_offsets, sorted_ids, block_expert (int32 scratch), act[T*k,I], slot_out[T*k,H] (fp32); T, H, I, E, k, BM",
-     "", fused_moe_work},
+     "", fused_moe_work, true},  // reads only the routed experts' weights: the counter's bytes, not the dry run's whole stacks
     // The generator (planner/generator/): any pointwise/reduction graph it lowers to its kernel IR,
     // proven by the IR's own CPU twin; its launcher takes the IR's buffers, size slots and floats.
     // Last: a hand-written family that is proven keeps its task.
