@@ -1,5 +1,5 @@
 # library_paths.py: torch's best library path for a family's work (SDPA with the flash backend for
-# attention, cuBLAS for the GEMMs, torch._scaled_mm for fp8), built from the V0 launcher's own
+# attention, cuBLAS for the GEMMs (fused_moe: its grouped GEMMs' FLOPs as dense ones), torch._scaled_mm for fp8), built from the V0 launcher's own
 # arguments (ABI order, baseline/kernels/ABI.md), and the FLOPs of the work each one does; the
 # generated_bench.py timing run puts it beside the V0 so the rates compare in one process.
 # A family without a library path (a cache write, a filter) is absent from LIBRARY.
@@ -72,7 +72,23 @@ def gemm(tensors, dims, params):
     return Path("cuBLAS (F.linear)", lambda: torch.nn.functional.linear(x, w, bias), 2 * M * N * K, 2 * M * N * K)
 
 
-LIBRARY = {"prefill_attention": prefill_attention, "gemm": gemm}
+def fused_moe(tensors, dims, params):
+    """The grouped GEMMs' FLOPs as two dense cuBLAS GEMMs through torch.matmul: the T*k routed rows
+    [T*k, H] x [H, 2I], then [T*k, I] x [I, H], on one expert's weights (no routing, no gather: the
+    dense bound the grouped GEMMs chase). The rows are gathered and the second GEMM's input made before timing."""
+    x, w13, w2 = tensors[:3]
+    T, H, I, E, K = (int(d) for d in dims[:5])
+    rows = x.reshape(T, H).repeat_interleave(K, dim=0)  # [T*k, H]: each token once per slot
+    mid = torch.randn(T * K, I, device=x.device).to(x.dtype)
+    up_t, down_t = w13[0].t(), w2[0].t()  # [H, 2I] and [I, H] views: cuBLAS takes the transpose flag
+
+    def call():
+        return torch.matmul(rows, up_t), torch.matmul(mid, down_t)
+    flops = 6 * T * K * H * I
+    return Path("cuBLAS (dense, T*k rows)", call, flops, flops)
+
+
+LIBRARY = {"prefill_attention": prefill_attention, "gemm": gemm, "fused_moe": fused_moe}
 
 
 def library_path(family, tensors, dims, params):
