@@ -33,14 +33,22 @@
 // 5. down: a block per (BM-row block, 128 columns of H); rows of act gathered by sorted_ids;
 //    fp32 results stored by entry into slot_out.
 // 6. combine: a block per token; each column the weighted sum of its k slot rows in slot order.
-// The tensor-core path of the two grouped GEMMs (mma.sync) is not written yet: V0 runs the
-// CUDA-core kernels on both platforms.
+// Tensor cores (CUDA, 16-bit T): the same two GEMMs on mma.sync m16n8k16 (tc:: below), written but
+// not yet run on a GPU, so launched only where KWIKI_MOE_TENSOR_CORES is 1 (the serving bench turns it
+// on); V0 runs the CUDA-core kernels on both platforms.
 #ifndef KWIKI_FUSED_MOE_CUH
 #define KWIKI_FUSED_MOE_CUH
 
 #include <algorithm>
 
 #include "kwiki_compat.cuh"
+
+// The tensor-core path of the grouped GEMMs (tc:: below; CUDA, 16-bit T) has not run on a GPU yet:
+// it is compiled by the serving bench and launched only where KWIKI_MOE_TENSOR_CORES is 1. V0 keeps
+// the CUDA-core kernels until an H200 run checks it.
+#ifndef KWIKI_MOE_TENSOR_CORES
+#define KWIKI_MOE_TENSOR_CORES 0
+#endif
 
 namespace kwiki_fused_moe {
 
@@ -319,6 +327,174 @@ moe_combine_kernel(const float* __restrict__ topk_weights, const int* __restrict
   }
 }
 
+#if KWIKI_PLATFORM_CUDA && KWIKI_MOE_TENSOR_CORES
+// ---------------------------------------------------------------------------------------------
+// Tensor cores (CUDA sm_80+, 16-bit T): the same tiles (16 sorted rows; 64 columns of gate and of up,
+// or 128 columns of H) and K slices, staged in shared memory as T, 4 warps a block, each warp's
+// columns as n-tiles of 8 on mma.sync m16n8k16 (fp32 accumulate). Fragments are read from shared
+// memory as 32-bit pairs in the instruction's documented layout (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16"): lane = 4 g + q; A regs: (row g, k 2q..2q+1), (row g + 8, k 2q..), (row g,
+// k 8 + 2q..), (row g + 8, k 8 + 2q..); B regs: (column g, k 2q..2q+1), (column g, k 8 + 2q..);
+// C: (row g, columns 2q, 2q + 1), (row g + 8, the same columns). Epilogues as the CUDA-core kernels.
+namespace tc {
+
+constexpr int kThreads = 128;
+constexpr int kLd = kBlockK + 8;  // 40 elements (80 bytes) a staged row: the 8 rows of a fragment load fall on distinct banks
+
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if constexpr (std::is_same<T, kwiki_bf16>::value) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+/// The 32-bit pair of T at p (shared memory, 4-byte aligned).
+template <typename T>
+__device__ __forceinline__ unsigned pair_at(const T* p) {
+  return *reinterpret_cast<const unsigned*>(p);
+}
+
+/// One 32-wide K slice of kRows rows staged as T (zeros past len and for padding rows).
+template <typename T, bool kVec, int kRows, typename RowAt>
+__device__ __forceinline__ void stage(T (*dst)[kLd], const T* __restrict__ base, RowAt row_at, int k0, int len) {
+  if constexpr (kVec) {
+    constexpr int V = kwiki::vec_width<T>(), kPerRow = kBlockK / V;
+    for (int idx = threadIdx.x; idx < kRows * kPerRow; idx += kThreads) {
+      const int r = idx / kPerRow, kk = (idx % kPerRow) * V, k = k0 + kk;
+      const long long at = row_at(r);
+      const uint4 u = (at >= 0 && k < len) ? *reinterpret_cast<const uint4*>(base + at + k) : make_uint4(0u, 0u, 0u, 0u);
+      *reinterpret_cast<uint4*>(&dst[r][kk]) = u;
+    }
+  } else {
+    for (int idx = threadIdx.x; idx < kRows * kBlockK; idx += kThreads) {
+      const int r = idx / kBlockK, kk = idx % kBlockK, k = k0 + kk;
+      const long long at = row_at(r);
+      dst[r][kk] = (at >= 0 && k < len) ? base[at + k] : kwiki_from_float<T>(0.0f);
+    }
+  }
+}
+
+/// The A fragment of k-step ks from the 16 staged rows.
+template <typename T>
+__device__ __forceinline__ void load_a(unsigned (&a)[4], const T (*xs)[kLd], int ks, int g, int q) {
+  a[0] = pair_at(&xs[g][ks + 2 * q]);
+  a[1] = pair_at(&xs[g + 8][ks + 2 * q]);
+  a[2] = pair_at(&xs[g][ks + 8 + 2 * q]);
+  a[3] = pair_at(&xs[g + 8][ks + 8 + 2 * q]);
+}
+
+/// gate/up on tensor cores: warp w owns columns n0 + 16w .. + 15 of gate (n-tiles 0, 1) and of up (2, 3).
+template <typename T, bool kVec>
+KWIKI_GLOBAL void __launch_bounds__(kThreads)
+moe_gate_up_tc_kernel(const T* __restrict__ hidden, const T* __restrict__ w13, const int* __restrict__ sorted_ids,
+                      const int* __restrict__ block_expert, T* __restrict__ act, Shape s) {
+  __shared__ int rows[kBlockM];
+  __shared__ __align__(16) T xs[kBlockM][kLd];
+  __shared__ __align__(16) T ws[2 * kBlockN][kLd];
+  const int col_blocks = (s.I + kBlockN - 1) / kBlockN;
+  const int mb = static_cast<int>(blockIdx.x / col_blocks), n0 = static_cast<int>(blockIdx.x % col_blocks) * kBlockN;
+  const int e = block_expert[mb];
+  if (e < 0) return;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, q = lane % 4;
+  if (threadIdx.x < kBlockM) rows[threadIdx.x] = sorted_ids[mb * kBlockM + threadIdx.x];
+  __syncthreads();
+  const T* w = w13 + static_cast<size_t>(e) * 2 * s.I * s.H;
+  auto x_row = [&](int r) -> long long {
+    const int j = rows[r];
+    return j >= 0 ? static_cast<long long>(j / s.K) * s.H : -1;
+  };
+  auto w_row = [&](int r) -> long long {
+    const int n = n0 + r % kBlockN;
+    return n < s.I ? static_cast<long long>(r < kBlockN ? n : s.I + n) * s.H : -1;
+  };
+  float acc[4][4] = {};
+  for (int k0 = 0; k0 < s.H; k0 += kBlockK) {
+    stage<T, kVec, kBlockM>(xs, hidden, x_row, k0, s.H);
+    stage<T, kVec, 2 * kBlockN>(ws, w, w_row, k0, s.H);
+    __syncthreads();
+#pragma unroll
+    for (int ks = 0; ks < kBlockK; ks += 16) {
+      unsigned a[4];
+      load_a(a, xs, ks, g, q);
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const int nb = (t < 2 ? 0 : kBlockN) + 16 * warp + 8 * (t % 2);
+        mma16816<T>(acc[t], a, pair_at(&ws[nb + g][ks + 2 * q]), pair_at(&ws[nb + g][ks + 8 + 2 * q]));
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int t = 0; t < 2; ++t) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = g + 8 * (i / 2), n = n0 + 16 * warp + 8 * t + 2 * q + i % 2, j = rows[r];
+      if (j < 0 || n >= s.I) continue;
+      const float gr = round_through<T>(acc[t][i]), ur = round_through<T>(acc[t + 2][i]);
+      const float silu = round_through<T>(gr / (1.0f + expf(-gr)));
+      act[static_cast<size_t>(j) * s.I + n] = kwiki_from_float<T>(silu * ur);
+    }
+  }
+}
+
+/// down on tensor cores: warp w owns columns h0 + 32w .. + 31 (four n-tiles).
+template <typename T, bool kVec>
+KWIKI_GLOBAL void __launch_bounds__(kThreads)
+moe_down_tc_kernel(const T* __restrict__ act, const T* __restrict__ w2, const int* __restrict__ sorted_ids, const int* __restrict__ block_expert,
+                   float* __restrict__ slot_out, Shape s) {
+  constexpr int kCols = 2 * kBlockN;
+  __shared__ int rows[kBlockM];
+  __shared__ __align__(16) T xs[kBlockM][kLd];
+  __shared__ __align__(16) T ws[kCols][kLd];
+  const int col_blocks = (s.H + kCols - 1) / kCols;
+  const int mb = static_cast<int>(blockIdx.x / col_blocks), h0 = static_cast<int>(blockIdx.x % col_blocks) * kCols;
+  const int e = block_expert[mb];
+  if (e < 0) return;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, q = lane % 4;
+  if (threadIdx.x < kBlockM) rows[threadIdx.x] = sorted_ids[mb * kBlockM + threadIdx.x];
+  __syncthreads();
+  const T* w = w2 + static_cast<size_t>(e) * s.H * s.I;
+  auto a_row = [&](int r) -> long long {
+    const int j = rows[r];
+    return j >= 0 ? static_cast<long long>(j) * s.I : -1;
+  };
+  auto w_row = [&](int r) -> long long { return h0 + r < s.H ? static_cast<long long>(h0 + r) * s.I : -1; };
+  float acc[4][4] = {};
+  for (int k0 = 0; k0 < s.I; k0 += kBlockK) {
+    stage<T, kVec, kBlockM>(xs, act, a_row, k0, s.I);
+    stage<T, kVec, kCols>(ws, w, w_row, k0, s.I);
+    __syncthreads();
+#pragma unroll
+    for (int ks = 0; ks < kBlockK; ks += 16) {
+      unsigned a[4];
+      load_a(a, xs, ks, g, q);
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const int nb = 32 * warp + 8 * t;
+        mma16816<T>(acc[t], a, pair_at(&ws[nb + g][ks + 2 * q]), pair_at(&ws[nb + g][ks + 8 + 2 * q]));
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = g + 8 * (i / 2), h = h0 + 32 * warp + 8 * t + 2 * q + i % 2, j = rows[r];
+      if (j >= 0 && h < s.H) slot_out[static_cast<size_t>(j) * s.H + h] = acc[t][i];
+    }
+  }
+}
+
+}  // namespace tc
+#endif  // KWIKI_PLATFORM_CUDA && KWIKI_MOE_TENSOR_CORES
+
 /// The sizes launch() serves, or false (see the header comment).
 inline bool make_shape(long long T, long long H, long long I, long long E, long long K, long long BM, Shape* s) {
   if (T < 0 || H < 1 || I < 1 || E < 1 || K < 1 || BM != kBlockM) return false;
@@ -360,10 +536,22 @@ inline int launch(const T* hidden, const T* w13, const T* w2, const float* topk_
   constexpr int V = kwiki::vec_width<T>();
   const bool vec = s.H % V == 0 && s.I % V == 0 && kwiki::aligned16(hidden) && kwiki::aligned16(w13) && kwiki::aligned16(w2) && kwiki::aligned16(act);
   const dim3 up_grid(static_cast<unsigned>(static_cast<long long>(s.row_blocks) * ((s.I + kBlockN - 1) / kBlockN)));
+  const dim3 down_grid(static_cast<unsigned>(static_cast<long long>(s.row_blocks) * ((s.H + 2 * kBlockN - 1) / (2 * kBlockN))));
+#if KWIKI_PLATFORM_CUDA && KWIKI_MOE_TENSOR_CORES
+  if constexpr (sizeof(T) == 2) {
+    if (vec) tc::moe_gate_up_tc_kernel<T, true><<<up_grid, dim3(tc::kThreads), 0, stream>>>(hidden, w13, sorted_ids, block_expert, act, s);
+    else tc::moe_gate_up_tc_kernel<T, false><<<up_grid, dim3(tc::kThreads), 0, stream>>>(hidden, w13, sorted_ids, block_expert, act, s);
+    if ((err = kwiki_last_error()) != 0) return err;
+    if (vec) tc::moe_down_tc_kernel<T, true><<<down_grid, dim3(tc::kThreads), 0, stream>>>(act, w2, sorted_ids, block_expert, slot_out, s);
+    else tc::moe_down_tc_kernel<T, false><<<down_grid, dim3(tc::kThreads), 0, stream>>>(act, w2, sorted_ids, block_expert, slot_out, s);
+    if ((err = kwiki_last_error()) != 0) return err;
+    moe_combine_kernel<T><<<dim3(static_cast<unsigned>(s.T)), dim3(kCombineThreads), 0, stream>>>(topk_weights, topk_ids, slot_out, out, s);
+    return kwiki_last_error();
+  }
+#endif
   if (vec) moe_gate_up_kernel<T, true><<<up_grid, dim3(kGemmThreads), 0, stream>>>(hidden, w13, sorted_ids, block_expert, act, s);
   else moe_gate_up_kernel<T, false><<<up_grid, dim3(kGemmThreads), 0, stream>>>(hidden, w13, sorted_ids, block_expert, act, s);
   if ((err = kwiki_last_error()) != 0) return err;
-  const dim3 down_grid(static_cast<unsigned>(static_cast<long long>(s.row_blocks) * ((s.H + 2 * kBlockN - 1) / (2 * kBlockN))));
   if (vec) moe_down_kernel<T, true><<<down_grid, dim3(kGemmThreads), 0, stream>>>(act, w2, sorted_ids, block_expert, slot_out, s);
   else moe_down_kernel<T, false><<<down_grid, dim3(kGemmThreads), 0, stream>>>(act, w2, sorted_ids, block_expert, slot_out, s);
   if ((err = kwiki_last_error()) != 0) return err;

@@ -14,10 +14,14 @@
 // Build and run on the GPU machine:
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I baseline/kernels \
 //     bench/gpu/serving_kernels_bench.cu -o sbench && ./sbench
-// The decode families' tensor-core paths are off in V0 until checked on a GPU; the bench runs them
-// (build with -DKWIKI_DECODE_TENSOR_CORES=0 to time the CUDA-core kernels instead).
+// The decode families' and fused_moe's tensor-core paths are off in V0 until checked on a GPU; the
+// bench runs them (build with -DKWIKI_DECODE_TENSOR_CORES=0 / -DKWIKI_MOE_TENSOR_CORES=0 to time the
+// CUDA-core kernels instead).
 #ifndef KWIKI_DECODE_TENSOR_CORES
 #define KWIKI_DECODE_TENSOR_CORES 1
+#endif
+#ifndef KWIKI_MOE_TENSOR_CORES
+#define KWIKI_MOE_TENSOR_CORES 1  // fused_moe's mma.sync GEMMs, likewise off in V0 until this bench checks them
 #endif
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
