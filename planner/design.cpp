@@ -298,8 +298,9 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
         align_rec);
     add("grouped GEMMs", std::string("gate/up: a block per (16 sorted rows of one expert, 64 columns of I) computes gate and up of the same columns, "
                                      "rows gathered from hidden by the sorted ids, 32-wide K slices staged in ") + t.onchip_name + "; down: a block "
-                         "per (16 rows, 128 columns of H) over the act rows; " + (amd ? "vector ALUs" : "CUDA cores") + " in V0 (a tensor-core "
-                         "path is the next version)",
+                         "per (16 rows, 128 columns of H) over the act rows; " + (amd ? std::string("vector ALUs in V0 (an MFMA path is the next version)")
+                         : std::string("CUDA cores in V0 (an mma.sync m16n8k16 path for both GEMMs is written but not yet run on a GPU, "
+                                       "so off; KWIKI_MOE_TENSOR_CORES=1 at compile time turns it on)")),
         gemm_rec);
     add("numerics", "fp32 accumulation; gate and up rounded to " + task.dtype + ", silu(gate) rounded, then silu x up rounded (the reference's "
                     "16-bit intermediates); the down products stay fp32 per (token, slot); the weighted sum over the k slots in slot order in "
