@@ -288,6 +288,27 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
         split_rec);
     add("softmax", "fp32 scores and partials; the value is the first Dv dims of the same cache row (no second cache read)",
         wiki.ask("numerics", "merge split-kv partial outputs with their log-sum-exp combine"));
+  } else if (pattern == "fused_moe") {
+    d.template_name = amd ? "fused_moe_hip" : "fused_moe_cuda";
+    const std::string align_rec = wiki.ask("routing", "fused moe align block size: sort token ids by expert, pad each expert to the block size");
+    const std::string gemm_rec = wiki.ask("grouped GEMM", "moe grouped gemm experts gather token rows by sorted ids block sparse");
+    add("routing", "deterministic, no atomics: a block per 256 (token, slot) entries counts each expert in " + t.onchip_name + "; one block scans "
+                   "the chunk counts per expert and the experts' totals padded to 16 rows; a second pass places every entry at its chunk's "
+                   "base plus the earlier entries of its expert in the chunk (a stable sort by expert); ids outside [0, E) are skipped",
+        align_rec);
+    add("grouped GEMMs", std::string("gate/up: a block per (16 sorted rows of one expert, 64 columns of I) computes gate and up of the same columns, "
+                                     "rows gathered from hidden by the sorted ids, 32-wide K slices staged in ") + t.onchip_name + "; down: a block "
+                         "per (16 rows, 128 columns of H) over the act rows; " + (amd ? std::string("vector ALUs in V0 (an MFMA path is the next version)")
+                         : std::string("CUDA cores in V0 (an mma.sync m16n8k16 path for both GEMMs is written but not yet run on a GPU, "
+                                       "so off; KWIKI_MOE_TENSOR_CORES=1 at compile time turns it on)")),
+        gemm_rec);
+    add("numerics", "fp32 accumulation; gate and up rounded to " + task.dtype + ", silu(gate) rounded, then silu x up rounded (the reference's "
+                    "16-bit intermediates); the down products stay fp32 per (token, slot); the weighted sum over the k slots in slot order in "
+                    "fp32, one rounding at the store: the same bits on every run",
+        wiki.ask("numerics", "moe deterministic reduction order weighted sum over top-k no atomics"));
+    add("scratch", "chunk counts, expert offsets, sorted ids (T*k + E*15 rows), block experts, act [T*k, I] and slot_out [T*k, H] fp32, passed in "
+                   "by the caller (the launcher allocates nothing)",
+        align_rec);
   } else if (pattern == "generated") {
     // The generator's kernels: the skeleton follows from the IR (plans/kernel_ir.json).
     d.template_name = std::string("generated_") + t.framework;
@@ -336,6 +357,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
   d.boundary_cases = {"one row / one token", "a row length that is not a multiple of " + std::to_string(vec) + " (the scalar path)",
                       "the largest shape of the task (grid and register limits)"};
   if (pattern == "paged_decode_attention" || pattern == "paged_decode_attention_vllm" || pattern == "mla_decode") d.boundary_cases.push_back("a context length that is not a multiple of the page size; a sequence shorter than one split");
+  if (pattern == "fused_moe") d.boundary_cases.push_back("one token (decode); experts with no token; every token on one expert; an id outside [0, E)");
   const std::string time_rec = wiki.ask("timing", "time kernels with events warm-up median p10 p90");
   const std::string flush_rec = wiki.ask("L2 flush", "flush L2 between timed repetitions buffer twice the cache");
   const std::string graph_rec = wiki.ask("launch floor", "launch overhead tiny kernels cuda graphs replay");

@@ -1,6 +1,7 @@
 // The kernel families: one table of what kwiki can build a V0 for, and what each stage needs of it.
 #include "family.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -186,6 +187,23 @@ std::optional<WorkCounts> mla_decode_work(const WorkInput& in) {
   return w;
 }
 
+std::optional<WorkCounts> fused_moe_work(const WorkInput& in) {
+  const auto t = in.dim("num_tokens"), h = in.dim("hidden_size"), i = in.dim("intermediate_size"), ex = in.dim("num_experts");
+  const auto k = in.dim("topk") ? in.dim("topk") : kwarg(in, "num_experts_per_tok");
+  if (!t || !h || !i || !ex || !k || *ex < 1) return std::nullopt;
+  const double e = in.element_bytes, slots = *t * *k;
+  // Experts with at least one token under uniform routing: each is missed by a token with probability 1 - k/E.
+  const double touched = *ex * (1 - std::pow(std::max(0.0, 1 - *k / *ex), *t));
+  WorkCounts w;
+  w.matrix_flops = 6 * slots * *h * *i;  // [T*k, H] x [H, 2I], then [T*k, I] x [I, H]
+  w.vector_flops = 4 * slots * *i + 2 * slots * *h;  // silu, product; the weighted sum over the k slots
+  w.bytes_read = *t * *h * e + touched * 3 * *i * *h * e + slots * 8;
+  w.bytes_written = *t * *h * e;
+  w.basis = "hidden[T,H], the routed experts' w13 [2I,H] and w2 [H,I] (experts hit by uniform routing), topk weights and ids read; out[T,H] "
+            "written (the scratch's round trips not counted); 6*T*k*H*I matrix FLOPs";
+  return w;
+}
+
 }  // namespace
 
 const FamilyRow kFamilies[] = {
@@ -223,6 +241,11 @@ const FamilyRow kFamilies[] = {
      "query[B,H,Dqk], kv_cache[NB,P,Dqk], block_tables[B,MB], seq_lens[B], out[B,H,Dv] (Dv: the first dims of a cache row), partial_out, partial_lse; "
      "B, H, Dqk, Dv, P, MB, S, NB; scale",
      "", mla_decode_work},
+    // Fused MoE (issue 20, family 3): routing preparation, grouped GEMM gate/up, SiLU x up, grouped GEMM down, weighted sum.
+    {"fused_moe", "fused_experts fused_moe_forward moe_forward experts moe_experts moe_mlp", "fused_moe",
+     "hidden[T,H], w13[E,2I,H] (gate rows, then up rows), w2[E,H,I], topk_weights[T,k] (fp32), topk_ids[T,k] (int32), out[T,H], "
+     "chunk_counts, expert_offsets, sorted_ids, block_expert (int32 scratch), act[T*k,I], slot_out[T*k,H] (fp32); T, H, I, E, k, BM",
+     "", fused_moe_work, true},  // reads only the routed experts' weights: the counter's bytes, not the dry run's whole stacks
     // The generator (planner/generator/): any pointwise/reduction graph it lowers to its kernel IR,
     // proven by the IR's own CPU twin; its launcher takes the IR's buffers, size slots and floats.
     // Last: a hand-written family that is proven keeps its task.
@@ -230,7 +253,7 @@ const FamilyRow kFamilies[] = {
      "", nullptr},
 };
 const std::size_t kFamilyCount = sizeof(kFamilies) / sizeof(kFamilies[0]);
-static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == 15, "a new family is a row here and its files (family.hpp says which)");
+static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == 16, "a new family is a row here and its files (family.hpp says which)");
 
 const FamilyRow* find_family(std::string_view name) {
   for (std::size_t i = 0; i < kFamilyCount; ++i) {

@@ -27,8 +27,9 @@ struct FamilyRow {
   const char* abi;              ///< its launcher's tensors, dims and params (baseline/kernels/ABI.md)
   const char* optional_roles;   ///< space-separated roles a shape may lack (a gemm without bias)
   std::optional<WorkCounts> (*work)(const WorkInput&);  ///< FLOPs and bytes from the shape's sizes
-  /// The family writes a few rows into a large input updated in place (a paged KV cache): its
-  /// bytes are the counter's, not the sum of the dry run's tensors (which holds the whole cache).
+  /// The family writes a few rows into a large input updated in place (a paged KV cache), or reads
+  /// only part of one (fused_moe: the routed experts of the weight stacks): its bytes are the
+  /// counter's, not the sum of the dry run's tensors (which holds the whole cache or stack).
   bool updates_part_of_input = false;
   /// Space-separated DSL frameworks (kFrameworks names: cutedsl, flydsl) the family has a hand-written
   /// V0 in: kwiki baseline writes baseline/kernels/<name>_<framework>.py as kernel.py.

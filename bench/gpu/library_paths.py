@@ -72,7 +72,24 @@ def gemm(tensors, dims, params):
     return Path("cuBLAS (F.linear)", lambda: torch.nn.functional.linear(x, w, bias), 2 * M * N * K, 2 * M * N * K)
 
 
+def fused_moe(tensors, dims, params):
+    """The grouped GEMMs' FLOPs as two dense cuBLAS GEMMs through torch.matmul: the T*k routed rows
+    [T*k, H] x [H, 2I], then [T*k, I] x [I, H], on one expert's weights (no routing, no gather: the
+    dense bound the grouped GEMMs chase). The rows are gathered and the second GEMM's input made before timing."""
+    x, w13, w2 = tensors[:3]
+    T, H, I, E, K = (int(d) for d in dims[:5])
+    rows = x.reshape(T, H).repeat_interleave(K, dim=0)  # [T*k, H]: each token once per slot
+    mid = torch.randn(T * K, I, device=x.device).to(x.dtype)
+    up_t, down_t = w13[0].t(), w2[0].t()  # [H, 2I] and [I, H] views: cuBLAS takes the transpose flag
+
+    def call():
+        return torch.matmul(rows, up_t), torch.matmul(mid, down_t)
+    flops = 6 * T * K * H * I
+    return Path("cuBLAS (dense, T*k rows)", call, flops, flops)
+
+
 LIBRARY = {"prefill_attention": prefill_attention, "gemm": gemm}
+LIBRARY["fused_moe"] = fused_moe  # its grouped GEMMs' FLOPs as dense cuBLAS ones
 
 
 def library_path(family, tensors, dims, params):

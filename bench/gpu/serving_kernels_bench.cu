@@ -1,5 +1,5 @@
 // serving_kernels_bench.cu: the serving families of issue 20 (kv_cache_write, topk_filter,
-// paged_decode_attention_vllm, mla_decode) at their tasks' shapes on one GPU:
+// paged_decode_attention_vllm, mla_decode, fused_moe) at their tasks' shapes on one GPU:
 //  1. correctness first: each shape's output against a CPU computation on the same inputs (the
 //     cache write and the filter exactly, every element; the attentions in fp64 on the first and
 //     last sequence, or on every sequence of the "ragged" rows (lengths that end inside a page,
@@ -14,10 +14,14 @@
 // Build and run on the GPU machine:
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I baseline/kernels \
 //     bench/gpu/serving_kernels_bench.cu -o sbench && ./sbench
-// The decode families' tensor-core paths are off in V0 until checked on a GPU; the bench runs them
-// (build with -DKWIKI_DECODE_TENSOR_CORES=0 to time the CUDA-core kernels instead).
+// The decode families' and fused_moe's tensor-core paths are off in V0 until checked on a GPU; the
+// bench runs them (build with -DKWIKI_DECODE_TENSOR_CORES=0 / -DKWIKI_MOE_TENSOR_CORES=0 to time the
+// CUDA-core kernels instead).
 #ifndef KWIKI_DECODE_TENSOR_CORES
 #define KWIKI_DECODE_TENSOR_CORES 1
+#endif
+#ifndef KWIKI_MOE_TENSOR_CORES
+#define KWIKI_MOE_TENSOR_CORES 1  // fused_moe's mma.sync GEMMs, likewise off in V0 until this bench checks them
 #endif
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -36,6 +40,7 @@
 #include "mla_decode.cuh"
 #include "paged_decode_attention_vllm.cuh"
 #include "topk_filter.cuh"
+#include "fused_moe.cuh"
 
 using bf16 = __nv_bfloat16;
 
@@ -310,6 +315,77 @@ void bench_mla(kwiki_bench::FlushedTimer& timer, double copy_bw, int sms, long l
          (ragged ? "_ragged" : ""), ok, "out differs beyond bf16 tolerance", us, bytes, copy_bw);
 }
 
+// ---------------------------------------------------------------------------------------------
+// fused_moe: routing ids as a softmax router's top-k (k distinct experts a token, uniform), weights
+// renormalised; tokens first, middle and last checked in fp64 with the kernel's roundings (gate, up,
+// silu(gate), act to bf16); the rate as matrix TFLOP/s and as bytes of the routed experts' weights.
+void bench_fused_moe(kwiki_bench::FlushedTimer& timer, double copy_bw, const char* name, long long T, long long H, long long I, long long E,
+                     long long K) {
+  std::mt19937 g(5);
+  const auto hidden = random_bf16(T * H, g, 0.5f), w13 = random_bf16(E * 2 * I * H, g, 1.f / std::sqrt(static_cast<float>(H))),
+             w2 = random_bf16(E * H * I, g, 1.f / std::sqrt(static_cast<float>(I)));
+  std::vector<int> ids(T * K);
+  std::vector<float> weights(T * K);
+  std::vector<int> all(E);
+  std::uniform_real_distribution<float> u01(0.05f, 1.f);
+  for (long long t = 0; t < T; ++t) {
+    for (long long e = 0; e < E; ++e) all[e] = static_cast<int>(e);
+    std::shuffle(all.begin(), all.end(), g);
+    float sum = 0;
+    for (long long k = 0; k < K; ++k) sum += (weights[t * K + k] = u01(g));
+    for (long long k = 0; k < K; ++k) ids[t * K + k] = all[k], weights[t * K + k] /= sum;
+  }
+  namespace fm = kwiki_fused_moe;
+  const long long entries = T * K, capacity = entries + E * (fm::kBlockM - 1);
+  Dev<bf16> dx(T * H), d13(E * 2 * I * H), d2(E * H * I), dout(T * H), dact(entries * I);
+  Dev<float> dw(T * K), dslot(entries * H);
+  Dev<int> dids(T * K), dcounts((entries + fm::kChunk - 1) / fm::kChunk * E), doffsets(E + 1), dsorted(capacity),
+      dblocks((capacity + fm::kBlockM - 1) / fm::kBlockM);
+  dx.put(hidden), d13.put(w13), d2.put(w2), dw.put(weights), dids.put(ids);
+  dout.put(std::vector<uint16_t>(T * H, 0x7fc0));
+  int rc = 0;
+  auto run = [&] {
+    rc = fm::launch<bf16>(dx.p, d13.p, d2.p, dw.p, dids.p, dout.p, dcounts.p, doffsets.p, dsorted.p, dblocks.p, dact.p, dslot.p, T, H, I, E, K,
+                          fm::kBlockM, nullptr);
+  };
+  run();
+  KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto out = dout.get<uint16_t>();
+  bool ok = rc == 0;
+  auto rbf = [](double v) { return static_cast<double>(bf2f(f2bf(static_cast<float>(v)))); };
+  std::vector<double> act(I);
+  for (long long t : {0ll, T / 2, T - 1}) {
+    std::vector<double> want(H, 0.0);
+    for (long long k = 0; k < K && ok; ++k) {
+      const long long e = ids[t * K + k];
+      for (long long n = 0; n < I; ++n) {
+        double gate = 0, up = 0;
+        for (long long h = 0; h < H; ++h) {
+          const double x = bf2f(hidden[t * H + h]);
+          gate += x * bf2f(w13[(e * 2 * I + n) * H + h]);
+          up += x * bf2f(w13[(e * 2 * I + I + n) * H + h]);
+        }
+        const double gr = rbf(gate), ur = rbf(up);
+        act[n] = rbf(rbf(gr / (1 + std::exp(-gr))) * ur);
+      }
+      for (long long h = 0; h < H; ++h) {
+        double y = 0;
+        for (long long n = 0; n < I; ++n) y += act[n] * bf2f(w2[(e * H + h) * I + n]);
+        want[h] += weights[t * K + k] * y;
+      }
+    }
+    for (long long h = 0; h < H && ok; ++h) ok = close_bf16(bf2f(out[t * H + h]), want[h]);
+  }
+  const double us = ok ? timer.median_us(run, 3, 20) : 0;
+  const double touched = E * (1 - std::pow(std::max(0.0, 1 - static_cast<double>(K) / E), static_cast<double>(T)));
+  const double bytes = T * H * 2.0 * 2 + touched * 3.0 * I * H * 2 + T * K * 8.0;
+  const double flops = 6.0 * T * K * H * I;
+  const std::string shape = std::string(name) + "_T" + std::to_string(T) + "_H" + std::to_string(H) + "_I" + std::to_string(I) + "_E" +
+                            std::to_string(E) + "_k" + std::to_string(K);
+  report("fused_moe", shape, ok, rc != 0 ? "launch returned " + std::to_string(rc) : "out differs beyond bf16 tolerance", us, bytes, copy_bw);
+  if (ok) std::printf("%-28s %-34s       %9.2f TFLOP/s (matrix, 6*T*k*H*I)\n", "fused_moe", shape.c_str(), flops / (us * 1e-6) / 1e12);
+}
+
 }  // namespace
 
 int main() {
@@ -348,5 +424,16 @@ int main() {
   bench_mla(timer, copy_bw, prop.multiProcessorCount, 8, 3000, 16, 64, true);
   bench_mla(timer, copy_bw, prop.multiProcessorCount, 5, 20000, 40, 64, true);
   bench_mla(timer, copy_bw, prop.multiProcessorCount, 4, 1000, 8, 16, true);
+  // fused_moe: data/tasks/hf_moe_experts_loop and vllm_fused_experts_native shapes, then the models' own sizes
+  // (Mixtral-8x7B at tensor parallel 8: I = 14336 / 8; Qwen3-30B-A3B; DeepSeek-V2-Lite's routed experts)
+  bench_fused_moe(timer, copy_bw, "hf_task", 96, 1024, 768, 8, 2);
+  bench_fused_moe(timer, copy_bw, "vllm_task", 512, 512, 176, 64, 6);
+  bench_fused_moe(timer, copy_bw, "mixtral_tp8", 1, 4096, 1792, 8, 2);
+  bench_fused_moe(timer, copy_bw, "mixtral_tp8", 64, 4096, 1792, 8, 2);
+  bench_fused_moe(timer, copy_bw, "mixtral_tp8", 1024, 4096, 1792, 8, 2);
+  bench_fused_moe(timer, copy_bw, "qwen3_30b_a3b", 1, 2048, 768, 128, 8);
+  bench_fused_moe(timer, copy_bw, "qwen3_30b_a3b", 256, 2048, 768, 128, 8);
+  bench_fused_moe(timer, copy_bw, "qwen3_30b_a3b", 4096, 2048, 768, 128, 8);
+  bench_fused_moe(timer, copy_bw, "deepseek_v2_lite", 512, 2048, 1408, 64, 6);
   return 0;
 }

@@ -693,6 +693,64 @@ class MlaDecode:
         return [q, c, bt, sl, out, po, pl], [bsz, h, dqk, dv, page, mb, splits, nb], [scale], {"out": out}
 
 
+class FusedMoe:
+    """Fused MoE experts: hidden [T, H], w13 [E, 2I, H] (gate rows, then up rows), w2 [E, H, I], top-k weights and ids [T, k]."""
+    name = "fused_moe"
+    BLOCK_M = 16  # rows of a grouped-GEMM block (fused_moe.cuh, kBlockM): each expert's rows are padded to it
+    CHUNK = 256   # (token, slot) entries of one routing block (fused_moe.cuh, kChunk)
+
+    def bind(self, s):
+        stacks = [(src, v) for src, v in s.sources() if is_float(v) and v.dim() == 3]
+        ids = [(n, v) for n, v in s.tensor_inputs() if v.dim() == 2 and v.dtype in (torch.int32, torch.int64)]
+        if len(stacks) != 2 or len(ids) != 1:
+            raise NoFit("does not take two expert weight stacks (w13 [E, 2I, H] and w2 [E, H, I]) and one integer top-k id tensor [T, k]")
+        if len(s.outputs) != 1 or not torch.is_tensor(s.outputs[0][1]):
+            raise NoFit("returns %d outputs; the family returns one" % len(s.outputs))
+        out_name, out = s.outputs[0]
+        idn, idv = ids[0]
+        t, k = idv.shape
+        stack_inputs = {src[1] for src, _ in stacks if src[0] == "input"}
+        found = []
+        for (w13s, w13), (w2s, w2) in (stacks, stacks[::-1]):
+            e, two_i, h = w13.shape
+            if two_i % 2 or tuple(w2.shape) != (e, h, two_i // 2) or w2.dtype != w13.dtype:
+                continue
+            for xs, x in s.float_inputs():
+                if xs in stack_inputs or x.dim() < 2 or x.shape[-1] != h or rows(x) != t or x.dtype != w13.dtype:
+                    continue
+                if tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype:
+                    continue
+                for ws, wv in s.float_inputs():
+                    if ws in (xs,) or ws in stack_inputs or tuple(wv.shape) != (t, k):
+                        continue
+                    no_other_tensors(s, [("input", xs), ("input", ws), ("input", idn)] + [src for src in (w13s, w2s) if src[0] == "input"])
+                    found.append({"roles": {"hidden": ("input", xs), "w13": w13s, "w2": w2s, "topk_weights": ("input", ws), "topk_ids": ("input", idn)},
+                                  "params": {}, "outputs": {"out": out_name}})
+        if not found:
+            raise NoFit("has no hidden [T, H], w13 [E, 2I, H], w2 [E, H, I] of one dtype with top-k weights [T, k] and an output like hidden")
+        return found
+
+    def prepare(self, b, get):
+        r = b["roles"]
+        x, w13, w2 = get(r["hidden"]).contiguous(), get(r["w13"]).contiguous(), get(r["w2"]).contiguous()
+        weights = get(r["topk_weights"]).to(torch.float32).contiguous()
+        ids = get(r["topk_ids"]).to(torch.int32).contiguous()
+        h, t = x.shape[-1], rows(x)
+        e, i, k = w13.shape[0], w13.shape[1] // 2, ids.shape[-1]
+        entries = t * k
+        capacity = entries + e * (self.BLOCK_M - 1)
+        dev = x.device
+        out = empty(x.shape, x.dtype, dev)
+        # The scratch (ABI.md): chunk counts, expert offsets, sorted ids, the expert of each row block, act, per-slot outputs.
+        scratch = [torch.empty(max(1, (entries + self.CHUNK - 1) // self.CHUNK * e), dtype=torch.int32, device=dev),
+                   torch.empty(e + 1, dtype=torch.int32, device=dev),
+                   torch.empty(capacity, dtype=torch.int32, device=dev),
+                   torch.empty((capacity + self.BLOCK_M - 1) // self.BLOCK_M, dtype=torch.int32, device=dev),
+                   torch.empty((max(1, entries), i), dtype=x.dtype, device=dev),
+                   torch.empty((max(1, entries), h), dtype=torch.float32, device=dev)]
+        return [x, w13, w2, weights, ids, out] + scratch, [t, h, i, e, k, self.BLOCK_M], [], {"out": out}
+
+
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64", "fp8_e4m3fn": "float8_e4m3fn",
                 "fp8_e4m3fnuz": "float8_e4m3fnuz", "int8": "int8", "uint8": "uint8", "int16": "int16", "int32": "int32", "int64": "int64",
                 "bool": "bool"}
@@ -775,7 +833,7 @@ class Generated:
 FAMILIES = {f.name: f for f in (FusedAddRmsNorm(), RowNorm("rms_norm", False), RowNorm("layer_norm", True), RowMap("softmax", False),
                                 RowReduce(), RowMap("gelu_and_mul", True), Fp8Quant(), MoeGating(),
                                 Gemm(), PagedDecodeAttention(), KvCacheWrite(), TopkFilter(), PagedDecodeAttentionVllm(),
-                                MlaDecode(), Generated())}
+                                MlaDecode(), FusedMoe(), Generated())}
 
 
 def launch_twin(lib, family, tensors, dims, params):

@@ -454,6 +454,45 @@ std::vector<double> mla_decode(const std::vector<float>& query, const std::vecto
   return out;
 }
 
+std::vector<double> fused_moe(const std::vector<float>& hidden, const std::vector<float>& w13, const std::vector<float>& w2,
+                              const std::vector<float>& topk_weights, const std::vector<std::int32_t>& topk_ids, const FusedMoeShape& s,
+                              StoreType intermediate) {
+  const std::size_t t_n = s.tokens, h_n = s.hidden, i_n = s.intermediate, e_n = s.experts, k_n = s.topk;
+  expect_size("fused_moe hidden", hidden.size(), t_n * h_n);
+  expect_size("fused_moe w13", w13.size(), e_n * 2 * i_n * h_n);
+  expect_size("fused_moe w2", w2.size(), e_n * h_n * i_n);
+  expect_size("fused_moe topk_weights", topk_weights.size(), t_n * k_n);
+  expect_size("fused_moe topk_ids", topk_ids.size(), t_n * k_n);
+  auto round = [&](double v) { return static_cast<double>(round_to(intermediate, static_cast<float>(v))); };
+  std::vector<double> out(t_n * h_n, 0.0), act(i_n);
+  for (std::size_t t = 0; t < t_n; ++t) {
+    const float* x = hidden.data() + t * h_n;
+    for (std::size_t slot = 0; slot < k_n; ++slot) {
+      const std::int32_t e = topk_ids[t * k_n + slot];
+      if (e < 0 || static_cast<std::size_t>(e) >= e_n) continue;  // a remote or masked expert adds nothing
+      const float* w_gate = w13.data() + static_cast<std::size_t>(e) * 2 * i_n * h_n;
+      const float* w_up = w_gate + i_n * h_n;
+      for (std::size_t n = 0; n < i_n; ++n) {
+        double gate = 0, up = 0;
+        for (std::size_t h = 0; h < h_n; ++h) {
+          gate += static_cast<double>(x[h]) * w_gate[n * h_n + h];
+          up += static_cast<double>(x[h]) * w_up[n * h_n + h];
+        }
+        const double g = round(gate), u = round(up);
+        act[n] = round(round(silu(g)) * u);
+      }
+      const double weight = topk_weights[t * k_n + slot];
+      const float* w_down = w2.data() + static_cast<std::size_t>(e) * h_n * i_n;
+      for (std::size_t h = 0; h < h_n; ++h) {
+        double y = 0;
+        for (std::size_t n = 0; n < i_n; ++n) y += act[n] * w_down[h * i_n + n];
+        out[t * h_n + h] += weight * y;
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<float> wave_butterfly_emulated(const std::vector<float>& lanes, int warp_size, bool max) {
   if (warp_size <= 0 || (warp_size & (warp_size - 1)) != 0)
     throw std::invalid_argument("wave_butterfly_emulated: warp_size must be a power of two");

@@ -211,6 +211,25 @@ struct MlaShape {
 std::vector<double> mla_decode(const std::vector<float>& query, const std::vector<float>& kv_cache, const std::vector<std::int32_t>& block_tables,
                                const std::vector<std::int32_t>& seq_lens, const MlaShape& shape, double scale);
 
+/// Sizes of a fused mixture-of-experts MLP (fused_moe).
+struct FusedMoeShape {
+  std::size_t tokens = 0;        ///< T
+  std::size_t hidden = 0;        ///< H
+  std::size_t intermediate = 0;  ///< I: w13 holds 2I rows (gate, then up) per expert
+  std::size_t experts = 0;       ///< E
+  std::size_t topk = 0;          ///< k: slots per token
+};
+
+/// out[t] = sum over slots s (in order) of topk_weights[t, s] * down_e(act_e(hidden[t])) with
+/// e = topk_ids[t, s]; gate and up (rows n and I + n of w13[e] against hidden[t]) rounded to
+/// `intermediate`, then act = round(round(silu(gate)) * up) as the HF and vLLM references round
+/// their 16-bit tensors; down (w2[e] [H, I] against act) and the weighted sum in double. A slot whose
+/// id is outside [0, E) adds nothing. hidden [T, H], w13 [E, 2I, H], w2 [E, H, I], topk_weights and
+/// topk_ids [T, k]; out [T, H]. Throws std::invalid_argument for sizes that disagree.
+std::vector<double> fused_moe(const std::vector<float>& hidden, const std::vector<float>& w13, const std::vector<float>& w2,
+                              const std::vector<float>& topk_weights, const std::vector<std::int32_t>& topk_ids, const FusedMoeShape& shape,
+                              StoreType intermediate);
+
 // ---------------------------------------------------------------------------------------------
 // Cross-lane reductions, emulated
 // ---------------------------------------------------------------------------------------------

@@ -311,6 +311,22 @@ void mla_decode(const Args& a) {  // q[B,H,Dqk], kv_cache[NB,P,Dqk], block_table
                              a.ints(3, s.batch), s, a.param(0)));
 }
 
+void fused_moe(const Args& a) {  // hidden, w13, w2, topk_weights, topk_ids, out, 6 scratch; T, H, I, E, k, BM
+  a.expect(12, 6, 0);
+  ref::FusedMoeShape s;
+  s.tokens = a.dim(0);
+  s.hidden = a.dim(1);
+  s.intermediate = a.dim(2);
+  s.experts = a.dim(3);
+  s.topk = a.dim(4);
+  if (s.hidden == 0 || s.intermediate == 0 || s.experts == 0 || s.topk == 0 || a.dim(5) == 0)
+    throw std::invalid_argument("H, I, E, k and BM must be positive");
+  // The scratch tensors (6..11) are the kernel's; the twin needs none of them.
+  const std::size_t rows = s.tokens * s.topk;
+  a.store(5, ref::fused_moe(a.floats(0, s.tokens * s.hidden), a.floats(1, s.experts * 2 * s.intermediate * s.hidden),
+                            a.floats(2, s.experts * s.hidden * s.intermediate), a.floats(3, rows), a.ints(4, rows), s, store_type(a.dtype(0))));
+}
+
 struct TwinRow {
   const char* family;
   void (*run)(const Args&);
@@ -332,6 +348,7 @@ const TwinRow kTwins[] = {
     {"topk_filter", topk_filter},
     {"paged_decode_attention_vllm", paged_decode_attention_vllm},
     {"mla_decode", mla_decode},
+    {"fused_moe", fused_moe},
 };
 
 void say(char* error, int size, const std::string& text) {
