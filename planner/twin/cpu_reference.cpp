@@ -454,6 +454,31 @@ std::vector<double> mla_decode(const std::vector<float>& query, const std::vecto
   return out;
 }
 
+std::vector<double> fp8_block_gemm(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& a_scales,
+                                   const std::vector<float>& b_scales, const Fp8BlockGemmShape& s) {
+  if (s.block_n == 0 || s.block_k == 0) throw std::invalid_argument("fp8_block_gemm: block sizes must be positive");
+  const std::size_t kb = (s.k + s.block_k - 1) / s.block_k, nb = (s.n + s.block_n - 1) / s.block_n;
+  expect_size("fp8_block_gemm a", a.size(), s.m * s.k);
+  expect_size("fp8_block_gemm b", b.size(), s.n * s.k);
+  expect_size("fp8_block_gemm a_scales", a_scales.size(), s.m * kb);
+  expect_size("fp8_block_gemm b_scales", b_scales.size(), nb * kb);
+  std::vector<double> out(s.m * s.n, 0.0);
+  for (std::size_t m = 0; m < s.m; ++m) {
+    for (std::size_t n = 0; n < s.n; ++n) {
+      double acc = 0;
+      for (std::size_t blk = 0; blk < kb; ++blk) {
+        double part = 0;  // exact: at most block_k products of 8 significant bits each
+        const std::size_t k_end = std::min(s.k, (blk + 1) * s.block_k);
+        for (std::size_t k = blk * s.block_k; k < k_end; ++k) part += static_cast<double>(a[m * s.k + k]) * b[n * s.k + k];
+        const float scale = a_scales[m * kb + blk] * b_scales[(n / s.block_n) * kb + blk];  // fp32, as the reference's As * Bs
+        acc += part * scale;
+      }
+      out[m * s.n + n] = acc;
+    }
+  }
+  return out;
+}
+
 std::vector<float> wave_butterfly_emulated(const std::vector<float>& lanes, int warp_size, bool max) {
   if (warp_size <= 0 || (warp_size & (warp_size - 1)) != 0)
     throw std::invalid_argument("wave_butterfly_emulated: warp_size must be a power of two");

@@ -1,0 +1,199 @@
+// fp8_block_gemm.cuh: kwiki V0 template, block-scaled fp8 GEMM (DeepSeek-V3 / vLLM
+// w8a8_block_fp8_matmul): e4m3 activations with one scale per 1 x 128 group, e4m3 weights with one
+// scale per 128 x 128 block, output in KWIKI_T (bf16).
+//
+//   out[m, n] = sum_kb (As[m, kb] * Bs[n / 128, kb]) * (sum_{k in block kb} A[m, k] * B[n, k])
+//
+// Each 128-wide K block's partial sum is formed in fp32 from the exact fp8 products, scaled by
+// the fp32 product As * Bs and added to an fp32 accumulator (the "promotion" of every K block, as
+// vLLM's native reference does it: C += (a @ b.T) * (As * Bs) block by block); one rounding to
+// KWIKI_T at the store. A last K block shorter than 128 (K not a multiple of 128) is summed as far
+// as K goes, as the reference's slices are.
+//
+// ABI (ABI.md): tensors A[M,K] (fp8 bytes), B[N,K] (fp8 bytes), As[M,ceil(K/128)] (fp32),
+// Bs[ceil(N/128),ceil(K/128)] (fp32), out[M,N] (KWIKI_T); dims M, N, K, BN, BK (the scale block
+// sizes: only 128 x 128 is served, others return -1); params fnuz (0: e4m3fn, the OCP format of
+// CUDA; 1: e4m3fnuz, CDNA3's). Served: K a multiple of 16 (the rows are 16-byte loads), A and B
+// 16-byte aligned, ceil(M / 64) <= 65535.
+//
+// Design, two kernels; launch() takes the first that applies (the first only where
+// KWIKI_FP8_GEMM_TENSOR_CORES is 1: see below the includes).
+// 1. Tensor cores (CUDA sm_89+, e4m3fn; fp8_block_gemm_tc_kernel): mma.sync m16n8k32 e4m3 x e4m3
+//    -> fp32. Each 128-K block's MMAs accumulate into a fresh fp32 fragment, which is then scaled
+//    and added to the main accumulator in CUDA-core fp32 (the promotion: the tensor core's fp8
+//    accumulation keeps fewer mantissa bits than fp32, DeepSeek-V3 report section 3.3.2).
+// 2. CUDA cores (fp8_block_gemm_kernel; HIP, and CUDA by default): a block of 256 threads owns a
+//    64 x 64 output tile (inside one 128-column weight-scale block) and walks K in 32-wide steps:
+//    the step's A and B rows are read as 16-byte chunks, decoded to fp32 once (fp8_to_float) and
+//    kept in shared memory k-major, where each thread's 4 x 4 outputs read them as broadcasts.
+#ifndef KWIKI_FP8_BLOCK_GEMM_CUH
+#define KWIKI_FP8_BLOCK_GEMM_CUH
+
+#include "kwiki_compat.cuh"
+
+// The tensor-core path (tc:: below) has not run on a GPU yet. It is compiled by the serving bench and
+// launched only where KWIKI_FP8_GEMM_TENSOR_CORES is 1; V0 keeps the CUDA-core kernel until an H200 run
+// checks it.
+#ifndef KWIKI_FP8_GEMM_TENSOR_CORES
+#define KWIKI_FP8_GEMM_TENSOR_CORES 0
+#endif
+
+namespace kwiki_fp8_block_gemm {
+
+constexpr int kScaleBlock = 128;  // the K (and weight N) extent of one scale
+constexpr int kTileM = 64;
+constexpr int kTileN = 64;        // divides kScaleBlock: a tile's columns share one weight scale row
+constexpr int kStepK = 32;        // K elements a shared-memory step holds
+constexpr int kThreads = 256;     // 16 x 16 threads, 4 x 4 outputs each
+constexpr int kPad = 1;           // shared rows of kTileM + 1 floats: the transposing stores hit distinct banks
+static_assert(kScaleBlock % kTileN == 0 && kScaleBlock % kStepK == 0, "a tile lies in one scale block");
+
+/// The value of an fp8 E4M3 byte, exactly (every e4m3 value is a float). kFnuz: e4m3fnuz (bias 8,
+/// 0x80 the only NaN, no -0); else e4m3fn (bias 7, 0x7f and 0xff NaN). Host and device: the
+/// host emulation and the twin's decoder agree with it.
+template <bool kFnuz>
+KWIKI_HOST_DEVICE float fp8_to_float(unsigned int byte) {
+  constexpr unsigned int kBias = kFnuz ? 8u : 7u;
+  const unsigned int mag = byte & 0x7fu;
+  if (kFnuz ? byte == 0x80u : mag == 0x7fu) return kwiki::bit_cast<float>(0x7fc00000u);
+  const unsigned int e = mag >> 3, m = mag & 7u;
+  // Normal: 2^(e - bias) * (1 + m / 8), the float with that exponent and m as its top mantissa
+  // bits. Subnormal (e = 0): m * 2^(-bias - 2), an integer times an exact power of two.
+  const float v = e != 0 ? kwiki::bit_cast<float>(((e + 127u - kBias) << 23) | (m << 20))
+                         : static_cast<float>(m) * kwiki::bit_cast<float>((127u - kBias - 2u) << 23);
+  return (byte & 0x80u) ? -v : v;
+}
+
+/// Problem sizes as the kernels take them.
+struct Shape {
+  int M, N, K;
+  int kb;  ///< scale blocks along K: ceil(K / 128), the columns of As and Bs
+};
+
+/// CUDA-core kernel: grid (ceil(N / 64), ceil(M / 64)), 256 threads.
+template <typename T, bool kFnuz>
+KWIKI_GLOBAL void __launch_bounds__(kThreads)
+fp8_block_gemm_kernel(const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, const float* __restrict__ As,
+                      const float* __restrict__ Bs, T* __restrict__ out, Shape s) {
+  __shared__ float a_s[kStepK][kTileM + kPad];
+  __shared__ float b_s[kStepK][kTileN + kPad];
+  const int tid = threadIdx.x;
+  const int tx = tid % 16, ty = tid / 16;
+  const int m0 = blockIdx.y * kTileM, n0 = blockIdx.x * kTileN;
+  const int nb = n0 / kScaleBlock;  // the tile's weight-scale row
+  // Loading: threads 0..127 fetch A's 64 rows x 32 bytes, 128..255 B's, one 16-byte chunk each.
+  const bool loads_b = tid >= kThreads / 2;
+  const int lr = (tid % (kThreads / 2)) / 2;       // row of the tile
+  const int lk = (tid % 2) * 16;                   // first k of the chunk within the step
+  const int grow = (loads_b ? n0 : m0) + lr;       // row of A or B
+  const bool row_ok = grow < (loads_b ? s.N : s.M);
+  const unsigned char* src = (loads_b ? B : A) + static_cast<long long>(row_ok ? grow : 0) * s.K;
+  float (*dst)[kTileM + kPad] = loads_b ? b_s : a_s;
+
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+
+  for (int kb = 0; kb < s.kb; ++kb) {
+    float part[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) part[i][j] = 0.f;
+    const int k_end = min(s.K, (kb + 1) * kScaleBlock);
+    for (int k0 = kb * kScaleBlock; k0 < k_end; k0 += kStepK) {
+      // K is a multiple of 16, so a chunk is wholly inside or wholly past K.
+      const int kc = k0 + lk;
+      kwiki::Vec<unsigned char> chunk;
+      if (row_ok && kc < s.K) {
+        chunk = kwiki::load_vec(src + kc);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 16; ++j) chunk.v[j] = 0;  // rows past M/N and k past K add nothing
+      }
+#pragma unroll
+      for (int j = 0; j < 16; ++j) dst[lk + j][lr] = fp8_to_float<kFnuz>(chunk.v[j]);
+      __syncthreads();
+#pragma unroll 8
+      for (int k = 0; k < kStepK; ++k) {
+        float a[4], b[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) a[i] = a_s[k][ty + 16 * i];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) b[j] = b_s[k][tx + 16 * j];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) part[i][j] = fmaf(a[i], b[j], part[i][j]);
+      }
+      __syncthreads();
+    }
+    // The promotion: the block's partial times As * Bs (one fp32 product, as the reference's
+    // As[:, kb] * Bs[nb, kb]), added to the accumulator.
+    const float sb = Bs[static_cast<long long>(nb) * s.kb + kb];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int m = m0 + ty + 16 * i;
+      const float sab = __fmul_rn(m < s.M ? As[static_cast<long long>(m) * s.kb + kb] : 0.f, sb);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[i][j] = __fadd_rn(acc[i][j], __fmul_rn(part[i][j], sab));
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int m = m0 + ty + 16 * i;
+    if (m >= s.M) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int n = n0 + tx + 16 * j;
+      if (n < s.N) out[static_cast<long long>(m) * s.N + n] = kwiki_from_float<T>(acc[i][j]);
+    }
+  }
+}
+
+template <typename T, bool kFnuz>
+inline int launch_cuda_cores(const unsigned char* A, const unsigned char* B, const float* As, const float* Bs, T* out, const Shape& s,
+                             kwiki_stream_t stream) {
+  const dim3 grid(static_cast<unsigned>((s.N + kTileN - 1) / kTileN), static_cast<unsigned>((s.M + kTileM - 1) / kTileM));
+  fp8_block_gemm_kernel<T, kFnuz><<<grid, kThreads, 0, stream>>>(A, B, As, Bs, out, s);
+  return kwiki_last_error();
+}
+
+/// Launches the block-scaled fp8 GEMM on `stream`; 0, the launch error, or -1 for what it cannot serve.
+template <typename T>
+inline int launch(const unsigned char* A, const unsigned char* B, const float* As, const float* Bs, T* out, long long M, long long N,
+                  long long K, long long BN, long long BK, double fnuz, kwiki_stream_t stream) {
+  if (BN != kScaleBlock || BK != kScaleBlock) return -1;  // the scale blocks are 128 x 128 (DeepSeek-V3, vLLM's [128, 128])
+  if (M < 0 || N < 0 || K < 0 || M > INT_MAX || N > INT_MAX || K > INT_MAX || K % 16 != 0) return -1;
+  if (!(fnuz == 0.0 || fnuz == 1.0)) return -1;
+  if ((M + kTileM - 1) / kTileM > 65535) return -1;
+  if (M == 0 || N == 0) return 0;
+  if (!kwiki::aligned16(A) || !kwiki::aligned16(B)) return -1;
+  const Shape s{static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), static_cast<int>((K + kScaleBlock - 1) / kScaleBlock)};
+  if (fnuz != 0.0) return launch_cuda_cores<T, true>(A, B, As, Bs, out, s, stream);
+  return launch_cuda_cores<T, false>(A, B, As, Bs, out, s, stream);
+}
+
+}  // namespace kwiki_fp8_block_gemm
+
+#ifdef KWIKI_DEFINE_LAUNCHER
+#ifndef KWIKI_T
+#error "define KWIKI_T (the output element type) before including fp8_block_gemm.cuh"
+#endif
+KWIKI_EXPORT int kwiki_abi_version(void) { return 1; }
+
+KWIKI_EXPORT int kwiki_launch(void* const* tensors, int num_tensors, const long long* dims, int num_dims, const double* params,
+                              int num_params, void* stream) {
+  if (tensors == nullptr || dims == nullptr || params == nullptr || num_tensors != 5 || num_dims != 5 || num_params < 1) return -1;
+  for (int i = 0; i < 5; ++i)
+    if (tensors[i] == nullptr) return -1;
+  return kwiki_fp8_block_gemm::launch<KWIKI_T>(static_cast<const unsigned char*>(tensors[0]), static_cast<const unsigned char*>(tensors[1]),
+                                               static_cast<const float*>(tensors[2]), static_cast<const float*>(tensors[3]),
+                                               static_cast<KWIKI_T*>(tensors[4]), dims[0], dims[1], dims[2], dims[3], dims[4], params[0],
+                                               static_cast<kwiki_stream_t>(stream));
+}
+#endif  // KWIKI_DEFINE_LAUNCHER
+
+#endif  // KWIKI_FP8_BLOCK_GEMM_CUH
