@@ -161,6 +161,168 @@ inline int launch_cuda_cores(const unsigned char* A, const unsigned char* B, con
   return kwiki_last_error();
 }
 
+#if KWIKI_PLATFORM_CUDA
+// ---------------------------------------------------------------------------------------------
+// Tensor cores (sm_89+, e4m3fn): mma.sync m16n8k32 e4m3 x e4m3 -> fp32, promoted per 128-K block
+// ---------------------------------------------------------------------------------------------
+// A block of 128 threads (4 warps, 2 x 2) owns a 64 x 64 output tile; a warp 32 x 32: two m16
+// tiles by four n8 tiles, 8 MMAs a 32-wide k step. A whole 128-K scale block of A and B (64 rows x
+// 128 bytes each) is staged in shared memory by cp.async (16-byte copies, zero-filled past M, N
+// and K), double-buffered across K blocks; rows padded to 144 bytes so the fragment loads (a
+// 32-bit word at row g, byte 4t of the step) fall in 32 distinct banks. Each K block's MMAs
+// accumulate into a zeroed fragment `part`; after its four k steps, acc += part * (As * Bs) in
+// fp32 on the CUDA cores: the tensor core's fp8 sums carry fewer mantissa bits than fp32, so no
+// more than one scale block (128 K) is left in them.
+// Fragments (PTX ISA, mma.m16n8k32 with 8-bit A/B; g = lane / 4, t = lane % 4): A registers 0..3
+// hold rows g, g + 8, g, g + 8 at k bytes 4t..4t+3, 4t..4t+3, 16+4t.., 16+4t..; B registers 0, 1
+// hold column g at k bytes 4t.. and 16+4t..; C holds (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1).
+// A and B take the same k of each register, so the sum over k holds for any order of k within the step.
+namespace tc {
+
+constexpr int kThreads = 128;
+constexpr int kTile = 64;                    // M and N extent of a block's tile
+constexpr int kRowBytes = kScaleBlock + 16;  // a staged row: 128 bytes of K and 16 of padding
+constexpr int kStageBytes = 2 * kTile * kRowBytes;  // A then B
+
+KWIKI_DEVICE unsigned int shared_address(const void* p) { return static_cast<unsigned int>(__cvta_generic_to_shared(p)); }
+
+KWIKI_DEVICE void copy16(unsigned int dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+
+KWIKI_DEVICE void mma_e4m3(float (&d)[4], const unsigned int (&a)[4], const unsigned int (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  __trap();  // launched only on sm_89 and later (launch_tc checks the device)
+#endif
+}
+
+/// Stages K block kb of the tile's 64 rows of A and of B: 1024 16-byte chunks, 8 a thread.
+KWIKI_DEVICE void stage_block(unsigned char* stage, const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, int m0, int n0,
+                              int kb, const Shape& s) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int c = threadIdx.x + i * kThreads;  // chunk: 0..511 A, 512..1023 B
+    const bool is_b = c >= kTile * 8;
+    const int row = (c % (kTile * 8)) / 8, col = (c % 8) * 16;
+    const int grow = (is_b ? n0 : m0) + row, k = kb * kScaleBlock + col;
+    const bool valid = grow < (is_b ? s.N : s.M) && k < s.K;
+    const unsigned char* src = is_b ? B : A;
+    if (valid) src += static_cast<long long>(grow) * s.K + k;
+    copy16(shared_address(stage + (is_b ? kTile * kRowBytes : 0) + row * kRowBytes + col), src, valid);
+  }
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <typename T>
+KWIKI_GLOBAL void __launch_bounds__(kThreads)
+fp8_block_gemm_tc_kernel(const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, const float* __restrict__ As,
+                         const float* __restrict__ Bs, T* __restrict__ out, Shape s) {
+  __shared__ __align__(16) unsigned char smem[2 * kStageBytes];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int wm = (warp / 2) * 32, wn = (warp % 2) * 32;  // the warp's 32 x 32 inside the tile
+  const int m0 = blockIdx.y * kTile, n0 = blockIdx.x * kTile;
+  const int nb = n0 / kScaleBlock;
+  float acc[2][4][4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
+  if (s.kb > 0) stage_block(smem, A, B, m0, n0, 0, s);
+  for (int kb = 0; kb < s.kb; ++kb) {
+    unsigned char* cur = smem + (kb % 2) * kStageBytes;
+    if (kb + 1 < s.kb) {
+      stage_block(smem + ((kb + 1) % 2) * kStageBytes, A, B, m0, n0, kb + 1, s);
+      asm volatile("cp.async.wait_group 1;\n" ::);
+    } else {
+      asm volatile("cp.async.wait_group 0;\n" ::);
+    }
+    __syncthreads();
+    float part[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) part[i][j][r] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < kScaleBlock; ks += 32) {
+      unsigned int a[2][4], b[4][2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const unsigned char* r0 = cur + (wm + i * 16 + g) * kRowBytes + ks + 4 * t;
+        a[i][0] = *reinterpret_cast<const unsigned int*>(r0);
+        a[i][1] = *reinterpret_cast<const unsigned int*>(r0 + 8 * kRowBytes);
+        a[i][2] = *reinterpret_cast<const unsigned int*>(r0 + 16);
+        a[i][3] = *reinterpret_cast<const unsigned int*>(r0 + 8 * kRowBytes + 16);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const unsigned char* c0 = cur + kTile * kRowBytes + (wn + j * 8 + g) * kRowBytes + ks + 4 * t;
+        b[j][0] = *reinterpret_cast<const unsigned int*>(c0);
+        b[j][1] = *reinterpret_cast<const unsigned int*>(c0 + 16);
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) mma_e4m3(part[i][j], a[i], b[j]);
+    }
+    // The promotion: this K block's fragment times As * Bs, added in fp32.
+    const float sb = Bs[static_cast<long long>(nb) * s.kb + kb];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = m0 + wm + i * 16 + g + 8 * h;
+        const float sab = __fmul_rn(m < s.M ? As[static_cast<long long>(m) * s.kb + kb] : 0.f, sb);
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int c = 0; c < 2; ++c) acc[i][j][2 * h + c] = __fadd_rn(acc[i][j][2 * h + c], __fmul_rn(part[i][j][2 * h + c], sab));
+      }
+    }
+    __syncthreads();  // the next iteration's copies overwrite the stage just read
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = m0 + wm + i * 16 + g + 8 * h;
+      if (m >= s.M) continue;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int n = n0 + wn + j * 8 + 2 * t + c;
+          if (n < s.N) out[static_cast<long long>(m) * s.N + n] = kwiki_from_float<T>(acc[i][j][2 * h + c]);
+        }
+    }
+}
+
+/// The tensor-core launch, or -1 where it does not apply (a device before sm_89).
+template <typename T>
+inline int launch_tc(const unsigned char* A, const unsigned char* B, const float* As, const float* Bs, T* out, const Shape& s,
+                     kwiki_stream_t stream) {
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+    return -1;
+  if (major * 10 + minor < 89) return -1;
+  const dim3 grid(static_cast<unsigned>((s.N + kTile - 1) / kTile), static_cast<unsigned>((s.M + kTile - 1) / kTile));
+  fp8_block_gemm_tc_kernel<T><<<grid, kThreads, 0, stream>>>(A, B, As, Bs, out, s);
+  return kwiki_last_error();
+}
+
+}  // namespace tc
+#endif  // KWIKI_PLATFORM_CUDA
+
 /// Launches the block-scaled fp8 GEMM on `stream`; 0, the launch error, or -1 for what it cannot serve.
 template <typename T>
 inline int launch(const unsigned char* A, const unsigned char* B, const float* As, const float* Bs, T* out, long long M, long long N,
@@ -172,6 +334,14 @@ inline int launch(const unsigned char* A, const unsigned char* B, const float* A
   if (M == 0 || N == 0) return 0;
   if (!kwiki::aligned16(A) || !kwiki::aligned16(B)) return -1;
   const Shape s{static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), static_cast<int>((K + kScaleBlock - 1) / kScaleBlock)};
+#if KWIKI_PLATFORM_CUDA
+  if constexpr (KWIKI_FP8_GEMM_TENSOR_CORES != 0) {
+    if (fnuz == 0.0) {  // the tensor cores read e4m3fn (OCP) bytes
+      const int r = tc::launch_tc<T>(A, B, As, Bs, out, s, stream);
+      if (r != -1) return r;
+    }
+  }
+#endif
   if (fnuz != 0.0) return launch_cuda_cores<T, true>(A, B, As, Bs, out, s, stream);
   return launch_cuda_cores<T, false>(A, B, As, Bs, out, s, stream);
 }
