@@ -184,6 +184,27 @@ constexpr int kTile = 64;                    // M and N extent of a block's tile
 constexpr int kRowBytes = kScaleBlock + 16;  // a staged row: 128 bytes of K and 16 of padding
 constexpr int kStageBytes = 2 * kTile * kRowBytes;  // A then B
 
+// The addressing of the stage and the fragments, host-callable so tests/gpu/fp8_mma_fragments_check.cu
+// can feed it to an emulation of the instruction.
+/// Chunk c (0..1023) of a stage: A's (c < 512) or B's row `row` of the tile, K bytes col..col+15 of the block.
+struct Chunk {
+  bool is_b;
+  int row, col;
+};
+KWIKI_HOST_DEVICE Chunk stage_chunk(int c) { return Chunk{c >= kTile * 8, (c % (kTile * 8)) / 8, (c % 8) * 16}; }
+/// The chunk's byte offset in the stage.
+KWIKI_HOST_DEVICE int staged_offset(const Chunk& ch) { return (ch.is_b ? kTile * kRowBytes : 0) + ch.row * kRowBytes + ch.col; }
+/// The first tile row and column of warp w's 32 x 32 (2 x 2 warps).
+KWIKI_HOST_DEVICE int warp_m(int w) { return (w / 2) * 32; }
+KWIKI_HOST_DEVICE int warp_n(int w) { return (w % 2) * 32; }
+/// Byte offset of A register r (0..3) of the warp's m16 tile i, lane (g, t), k step ks: rows g, g + 8, g, g + 8; k 4t.., 4t.., 16 + 4t.., 16 + 4t...
+KWIKI_HOST_DEVICE int a_word(int wm, int i, int g, int t, int ks, int r) { return (wm + i * 16 + g + (r & 1) * 8) * kRowBytes + ks + 4 * t + (r >> 1) * 16; }
+/// Byte offset of B register r (0..1) of the warp's n8 tile j: column g, k 4t.. and 16 + 4t...
+KWIKI_HOST_DEVICE int b_word(int wn, int j, int g, int t, int ks, int r) { return kTile * kRowBytes + (wn + j * 8 + g) * kRowBytes + ks + 4 * t + r * 16; }
+/// The tile row and column of accumulator register r (0..3) of tiles (i, j): (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
+KWIKI_HOST_DEVICE int c_row(int wm, int i, int g, int r) { return wm + i * 16 + g + 8 * (r >> 1); }
+KWIKI_HOST_DEVICE int c_col(int wn, int j, int t, int r) { return wn + j * 8 + 2 * t + (r & 1); }
+
 KWIKI_DEVICE unsigned int shared_address(const void* p) { return static_cast<unsigned int>(__cvta_generic_to_shared(p)); }
 
 KWIKI_DEVICE void copy16(unsigned int dst, const void* src, bool valid) {
@@ -206,14 +227,12 @@ KWIKI_DEVICE void stage_block(unsigned char* stage, const unsigned char* __restr
                               int kb, const Shape& s) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    const int c = threadIdx.x + i * kThreads;  // chunk: 0..511 A, 512..1023 B
-    const bool is_b = c >= kTile * 8;
-    const int row = (c % (kTile * 8)) / 8, col = (c % 8) * 16;
-    const int grow = (is_b ? n0 : m0) + row, k = kb * kScaleBlock + col;
-    const bool valid = grow < (is_b ? s.N : s.M) && k < s.K;
-    const unsigned char* src = is_b ? B : A;
+    const Chunk ch = stage_chunk(threadIdx.x + i * kThreads);
+    const int grow = (ch.is_b ? n0 : m0) + ch.row, k = kb * kScaleBlock + ch.col;
+    const bool valid = grow < (ch.is_b ? s.N : s.M) && k < s.K;
+    const unsigned char* src = ch.is_b ? B : A;
     if (valid) src += static_cast<long long>(grow) * s.K + k;
-    copy16(shared_address(stage + (is_b ? kTile * kRowBytes : 0) + row * kRowBytes + col), src, valid);
+    copy16(shared_address(stage + staged_offset(ch)), src, valid);
   }
   asm volatile("cp.async.commit_group;\n" ::);
 }
@@ -225,7 +244,7 @@ fp8_block_gemm_tc_kernel(const unsigned char* __restrict__ A, const unsigned cha
   __shared__ __align__(16) unsigned char smem[2 * kStageBytes];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
-  const int wm = (warp / 2) * 32, wn = (warp % 2) * 32;  // the warp's 32 x 32 inside the tile
+  const int wm = warp_m(warp), wn = warp_n(warp);  // the warp's 32 x 32 inside the tile
   const int m0 = blockIdx.y * kTile, n0 = blockIdx.x * kTile;
   const int nb = n0 / kScaleBlock;
   float acc[2][4][4];
@@ -256,19 +275,13 @@ fp8_block_gemm_tc_kernel(const unsigned char* __restrict__ A, const unsigned cha
     for (int ks = 0; ks < kScaleBlock; ks += 32) {
       unsigned int a[2][4], b[4][2];
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const unsigned char* r0 = cur + (wm + i * 16 + g) * kRowBytes + ks + 4 * t;
-        a[i][0] = *reinterpret_cast<const unsigned int*>(r0);
-        a[i][1] = *reinterpret_cast<const unsigned int*>(r0 + 8 * kRowBytes);
-        a[i][2] = *reinterpret_cast<const unsigned int*>(r0 + 16);
-        a[i][3] = *reinterpret_cast<const unsigned int*>(r0 + 8 * kRowBytes + 16);
-      }
+      for (int i = 0; i < 2; ++i)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const unsigned char* c0 = cur + kTile * kRowBytes + (wn + j * 8 + g) * kRowBytes + ks + 4 * t;
-        b[j][0] = *reinterpret_cast<const unsigned int*>(c0);
-        b[j][1] = *reinterpret_cast<const unsigned int*>(c0 + 16);
-      }
+        for (int r = 0; r < 4; ++r) a[i][r] = *reinterpret_cast<const unsigned int*>(cur + a_word(wm, i, g, t, ks, r));
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) b[j][r] = *reinterpret_cast<const unsigned int*>(cur + b_word(wn, j, g, t, ks, r));
 #pragma unroll
       for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -280,7 +293,7 @@ fp8_block_gemm_tc_kernel(const unsigned char* __restrict__ A, const unsigned cha
     for (int i = 0; i < 2; ++i) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int m = m0 + wm + i * 16 + g + 8 * h;
+        const int m = m0 + c_row(wm, i, g, 2 * h);
         const float sab = __fmul_rn(m < s.M ? As[static_cast<long long>(m) * s.kb + kb] : 0.f, sb);
 #pragma unroll
         for (int j = 0; j < 4; ++j)
@@ -293,17 +306,12 @@ fp8_block_gemm_tc_kernel(const unsigned char* __restrict__ A, const unsigned cha
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = m0 + wm + i * 16 + g + 8 * h;
-      if (m >= s.M) continue;
+    for (int j = 0; j < 4; ++j)
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const int n = n0 + wn + j * 8 + 2 * t + c;
-          if (n < s.N) out[static_cast<long long>(m) * s.N + n] = kwiki_from_float<T>(acc[i][j][2 * h + c]);
-        }
-    }
+      for (int r = 0; r < 4; ++r) {
+        const int m = m0 + c_row(wm, i, g, r), n = n0 + c_col(wn, j, t, r);
+        if (m < s.M && n < s.N) out[static_cast<long long>(m) * s.N + n] = kwiki_from_float<T>(acc[i][j][r]);
+      }
 }
 
 /// The tensor-core launch, or -1 where it does not apply (a device before sm_89).
