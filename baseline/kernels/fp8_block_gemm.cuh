@@ -161,7 +161,7 @@ inline int launch_cuda_cores(const unsigned char* A, const unsigned char* B, con
   return kwiki_last_error();
 }
 
-#if KWIKI_PLATFORM_CUDA
+#if KWIKI_PLATFORM_CUDA && !defined(KWIKI_HOST_EMULATION)  // the host emulation runs the CUDA-core kernel only
 // ---------------------------------------------------------------------------------------------
 // Tensor cores (sm_89+, e4m3fn): mma.sync m16n8k32 e4m3 x e4m3 -> fp32, promoted per 128-K block
 // ---------------------------------------------------------------------------------------------
@@ -329,7 +329,7 @@ inline int launch_tc(const unsigned char* A, const unsigned char* B, const float
 }
 
 }  // namespace tc
-#endif  // KWIKI_PLATFORM_CUDA
+#endif  // KWIKI_PLATFORM_CUDA && !KWIKI_HOST_EMULATION
 
 /// Launches the block-scaled fp8 GEMM on `stream`; 0, the launch error, or -1 for what it cannot serve.
 template <typename T>
@@ -342,7 +342,7 @@ inline int launch(const unsigned char* A, const unsigned char* B, const float* A
   if (M == 0 || N == 0) return 0;
   if (!kwiki::aligned16(A) || !kwiki::aligned16(B)) return -1;
   const Shape s{static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), static_cast<int>((K + kScaleBlock - 1) / kScaleBlock)};
-#if KWIKI_PLATFORM_CUDA
+#if KWIKI_PLATFORM_CUDA && !defined(KWIKI_HOST_EMULATION)
   if constexpr (KWIKI_FP8_GEMM_TENSOR_CORES != 0) {
     if (fnuz == 0.0) {  // the tensor cores read e4m3fn (OCP) bytes
       const int r = tc::launch_tc<T>(A, B, As, Bs, out, s, stream);
