@@ -304,7 +304,9 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
                              " (k-major, padded rows), read by the tile's threads as broadcasts",
         vec_rec);
     add("matrix instruction",
-        amd ? std::string("vector ALUs in V0 (an MFMA fp8 path, v_mfma_f32_16x16x32_fp8, is the next version)")
+        amd ? std::string("vector ALUs in V0; a matrix-core kernel (v_mfma_f32_16x16x32_fp8_fp8 on e4m3fnuz, a fresh result per 128-K "
+                          "block promoted into the fp32 accumulator) is written but not yet run on a device, so off: "
+                          "KWIKI_FP8_GEMM_TENSOR_CORES=1 at compile time turns it on")
             : std::string("CUDA cores in V0; a tensor-core kernel (mma.sync m16n8k32 e4m3 -> fp32, a fresh fragment per 128-K block promoted "
                           "into the fp32 accumulator) is written but not yet run on a GPU, so off: KWIKI_FP8_GEMM_TENSOR_CORES=1 at compile "
                           "time turns it on"),

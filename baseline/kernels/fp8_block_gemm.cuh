@@ -18,16 +18,20 @@
 //
 // Design, two kernels; launch() takes the first that applies (the first only where
 // KWIKI_FP8_GEMM_TENSOR_CORES is 1: see below the includes).
-// 1. Tensor cores (CUDA sm_89+, e4m3fn; fp8_block_gemm_tc_kernel): mma.sync m16n8k32 e4m3 x e4m3
-//    -> fp32. Each 128-K block's MMAs accumulate into a fresh fp32 fragment, which is then scaled
-//    and added to the main accumulator in CUDA-core fp32 (the promotion: the tensor core's fp8
-//    accumulation keeps fewer mantissa bits than fp32, DeepSeek-V3 report section 3.3.2).
+// 1. Tensor cores (CUDA sm_89+, e4m3fn; tc::fp8_block_gemm_tc_kernel): mma.sync m16n8k32 e4m3 x
+//    e4m3 -> fp32. Each 128-K block's MMAs accumulate into a fresh fp32 fragment, which is then
+//    scaled and added to the main accumulator in CUDA-core fp32 (the promotion: the tensor core's
+//    fp8 accumulation keeps fewer mantissa bits than fp32, DeepSeek-V3 report section 3.3.2). On
+//    CDNA3 (gfx942, e4m3fnuz) the same loop on v_mfma_f32_16x16x32_fp8_fp8
+//    (mf::fp8_block_gemm_mfma_kernel). Neither has run on a device yet.
 // 2. CUDA cores (fp8_block_gemm_kernel; HIP, and CUDA by default): a block of 256 threads owns a
 //    64 x 64 output tile (inside one 128-column weight-scale block) and walks K in 32-wide steps:
 //    the step's A and B rows are read as 16-byte chunks, decoded to fp32 once (fp8_to_float) and
 //    kept in shared memory k-major, where each thread's 4 x 4 outputs read them as broadcasts.
 #ifndef KWIKI_FP8_BLOCK_GEMM_CUH
 #define KWIKI_FP8_BLOCK_GEMM_CUH
+
+#include <cstring>
 
 #include "kwiki_compat.cuh"
 
@@ -331,6 +335,144 @@ inline int launch_tc(const unsigned char* A, const unsigned char* B, const float
 }  // namespace tc
 #endif  // KWIKI_PLATFORM_CUDA && !KWIKI_HOST_EMULATION
 
+// ---------------------------------------------------------------------------------------------
+// Matrix cores on CDNA3 (gfx942, e4m3fnuz): v_mfma_f32_16x16x32_fp8_fp8, promoted per 128-K block
+// ---------------------------------------------------------------------------------------------
+// A block of 256 threads (4 wavefronts of 64, 2 x 2) owns a 64 x 64 tile; a wavefront 32 x 32: 2 x 2
+// MFMA tiles of 16 x 16, 4 MFMAs a 32-wide k step. A 128-K block of A and B (64 rows x 128 bytes
+// each) goes through LDS (16-byte loads to registers, then LDS; rows padded to 144 bytes). Each K
+// block's MFMAs accumulate into a zeroed `part`, promoted into the fp32 accumulator with As * Bs as
+// on CUDA. Operand layout (CDNA3 ISA, MFMA 16x16x32 with 8-bit A/B; l = lane): lane l supplies row
+// l % 16 of A and column l % 16 of B, 8 bytes at K offsets 8 * (l / 16) .. + 7 (A and B take the same
+// K map); result register r of lane l is C[4 * (l / 16) + r][l % 16]. The addressing is below in
+// host-callable helpers (tests/gpu/fp8_mma_fragments_check.cu emulates it); the kernel only under
+// KWIKI_FP8_GEMM_TENSOR_CORES on gfx942 (not yet run on a device).
+namespace mf {
+
+constexpr int kThreads = 256;
+constexpr int kTile = 64;
+constexpr int kRowBytes = kScaleBlock + 16;
+constexpr int kStageBytes = 2 * kTile * kRowBytes;
+
+/// The first tile row and column of wavefront w's 32 x 32 (2 x 2 wavefronts).
+KWIKI_HOST_DEVICE int wave_m(int w) { return (w / 2) * 32; }
+KWIKI_HOST_DEVICE int wave_n(int w) { return (w % 2) * 32; }
+/// Byte offset in the stage of the 8 A bytes lane l supplies to MFMA tile row i (0, 1), k step ks.
+KWIKI_HOST_DEVICE int a_bytes(int wm, int i, int l, int ks) { return (wm + i * 16 + l % 16) * kRowBytes + ks + 8 * (l / 16); }
+/// Byte offset in the stage of the 8 B bytes lane l supplies to MFMA tile column j (0, 1).
+KWIKI_HOST_DEVICE int b_bytes(int wn, int j, int l, int ks) { return kTile * kRowBytes + (wn + j * 16 + l % 16) * kRowBytes + ks + 8 * (l / 16); }
+/// The tile row and column of result register r (0..3) of lane l in MFMA tile (i, j).
+KWIKI_HOST_DEVICE int c_row(int wm, int i, int l, int r) { return wm + i * 16 + 4 * (l / 16) + r; }
+KWIKI_HOST_DEVICE int c_col(int wn, int j, int l) { return wn + j * 16 + l % 16; }
+
+#if KWIKI_PLATFORM_HIP
+#if defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
+#define KWIKI_FP8_GEMM_HAS_MFMA_FP8 1
+#endif
+
+typedef float floatx4 __attribute__((ext_vector_type(4)));
+
+template <typename T>
+KWIKI_GLOBAL void __launch_bounds__(kThreads)
+fp8_block_gemm_mfma_kernel(const unsigned char* __restrict__ A, const unsigned char* __restrict__ B, const float* __restrict__ As,
+                           const float* __restrict__ Bs, T* __restrict__ out, Shape s) {
+#if defined(KWIKI_FP8_GEMM_HAS_MFMA_FP8)
+  __shared__ __align__(16) unsigned char stage[kStageBytes];
+  const int lane = threadIdx.x % 64, wave = threadIdx.x / 64;
+  const int wm = wave_m(wave), wn = wave_n(wave);
+  const int m0 = blockIdx.y * kTile, n0 = blockIdx.x * kTile;
+  const int nb = n0 / kScaleBlock;
+  floatx4 acc[2][2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) acc[i][j] = floatx4{0.f, 0.f, 0.f, 0.f};
+  for (int kb = 0; kb < s.kb; ++kb) {
+    // 1024 16-byte chunks (A's 64 rows x 8, then B's), 4 a thread; zeros past M, N and K.
+    kwiki::Vec<unsigned char> chunk[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int c = threadIdx.x + q * kThreads;
+      const bool is_b = c >= kTile * 8;
+      const int row = (c % (kTile * 8)) / 8, col = (c % 8) * 16;
+      const int grow = (is_b ? n0 : m0) + row, k = kb * kScaleBlock + col;
+      if (grow < (is_b ? s.N : s.M) && k < s.K) {
+        chunk[q] = kwiki::load_vec((is_b ? B : A) + static_cast<long long>(grow) * s.K + k);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 16; ++e) chunk[q].v[e] = 0;
+      }
+    }
+    __syncthreads();  // the previous block's reads of the stage are done
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int c = threadIdx.x + q * kThreads;
+      const bool is_b = c >= kTile * 8;
+      const int row = (c % (kTile * 8)) / 8, col = (c % 8) * 16;
+      *reinterpret_cast<kwiki::Vec<unsigned char>*>(stage + (is_b ? kTile * kRowBytes : 0) + row * kRowBytes + col) = chunk[q];
+    }
+    __syncthreads();
+    floatx4 part[2][2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) part[i][j] = floatx4{0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int ks = 0; ks < kScaleBlock; ks += 32) {
+      long a[2], b[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) a[i] = *reinterpret_cast<const long*>(stage + a_bytes(wm, i, lane, ks));
+#pragma unroll
+      for (int j = 0; j < 2; ++j) b[j] = *reinterpret_cast<const long*>(stage + b_bytes(wn, j, lane, ks));
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) part[i][j] = __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(a[i], b[j], part[i][j], 0, 0, 0);
+    }
+    const float sb = Bs[static_cast<long long>(nb) * s.kb + kb];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int m = m0 + c_row(wm, i, lane, r);
+        const float sab = __fmul_rn(m < s.M ? As[static_cast<long long>(m) * s.kb + kb] : 0.f, sb);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) acc[i][j][r] = __fadd_rn(acc[i][j][r], __fmul_rn(part[i][j][r], sab));
+      }
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int m = m0 + c_row(wm, i, lane, r), n = n0 + c_col(wn, j, lane);
+        if (m < s.M && n < s.N) out[static_cast<long long>(m) * s.N + n] = kwiki_from_float<T>(acc[i][j][r]);
+      }
+#else
+  (void)A; (void)B; (void)As; (void)Bs; (void)out; (void)s;
+#if defined(__HIP_DEVICE_COMPILE__)
+  __builtin_trap();  // launched only on gfx942 (launch_mfma checks the device)
+#endif
+#endif
+}
+
+/// The matrix-core launch, or -1 where it does not apply (not a gfx94x device).
+template <typename T>
+inline int launch_mfma(const unsigned char* A, const unsigned char* B, const float* As, const float* Bs, T* out, const Shape& s,
+                       kwiki_stream_t stream) {
+  int device = 0;
+  hipDeviceProp_t prop;
+  if (hipGetDevice(&device) != hipSuccess || hipGetDeviceProperties(&prop, device) != hipSuccess) return -1;
+  if (std::strncmp(prop.gcnArchName, "gfx94", 5) != 0) return -1;
+  const dim3 grid(static_cast<unsigned>((s.N + kTile - 1) / kTile), static_cast<unsigned>((s.M + kTile - 1) / kTile));
+  fp8_block_gemm_mfma_kernel<T><<<grid, kThreads, 0, stream>>>(A, B, As, Bs, out, s);
+  return kwiki_last_error();
+}
+#endif
+
+}  // namespace mf
+
 /// Launches the block-scaled fp8 GEMM on `stream`; 0, the launch error, or -1 for what it cannot serve.
 template <typename T>
 inline int launch(const unsigned char* A, const unsigned char* B, const float* As, const float* Bs, T* out, long long M, long long N,
@@ -346,6 +488,14 @@ inline int launch(const unsigned char* A, const unsigned char* B, const float* A
   if constexpr (KWIKI_FP8_GEMM_TENSOR_CORES != 0) {
     if (fnuz == 0.0) {  // the tensor cores read e4m3fn (OCP) bytes
       const int r = tc::launch_tc<T>(A, B, As, Bs, out, s, stream);
+      if (r != -1) return r;
+    }
+  }
+#endif
+#if KWIKI_PLATFORM_HIP
+  if constexpr (KWIKI_FP8_GEMM_TENSOR_CORES != 0) {
+    if (fnuz != 0.0) {  // gfx942's matrix cores read e4m3fnuz bytes
+      const int r = mf::launch_mfma<T>(A, B, As, Bs, out, s, stream);
       if (r != -1) return r;
     }
   }

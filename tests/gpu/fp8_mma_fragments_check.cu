@@ -7,7 +7,7 @@
 // registers 0, 1 hold column g at k 4t + (0..3) and 16 + 4t + (0..3); D (g, 2t), (g, 2t + 1),
 // (g + 8, 2t), (g + 8, 2t + 1)) and the results placed by tc::c_row / tc::c_col must equal the
 // tile's products computed directly, every output once; and each fragment load of a warp falls in
-// 32 distinct shared-memory banks.
+// 32 distinct shared-memory banks. Also the CDNA3 MFMA path's addressing (namespace mf).
 // Build and run (tests/check_fp8_mma_fragments.sh): nvcc -std=c++17 -I baseline/kernels THIS -o x && ./x
 #include <cmath>
 #include <cstdio>
@@ -139,6 +139,54 @@ int main() {
     std::printf("FAIL %d of 4096 tile outputs differ from the direct product or are written other than once\n", bad);
     ++failures;
   }
-  std::printf("fp8_block_gemm tensor-core fragments: %s\n", failures ? "FAIL" : "stage, fragments, placement and banks as PTX defines them");
+  // 4. The CDNA3 MFMA path's operand addressing (mf::a_bytes, b_bytes, c_row, c_col) against an
+  //    emulation of v_mfma_f32_16x16x32_fp8 (lane l: row / column l % 16, K bytes 8 (l / 16) .. + 7;
+  //    result r of lane l at C[4 (l / 16) + r][l % 16]), on the same tile staged at the same pitch.
+  namespace mf = kwiki_fp8_block_gemm::mf;
+  std::vector<unsigned char> lds(mf::kStageBytes, 0);
+  for (int row = 0; row < 64; ++row)
+    for (int k = 0; k < K; ++k) {
+      lds[static_cast<size_t>(row * mf::kRowBytes + k)] = A[static_cast<size_t>(row * K + k)];
+      lds[static_cast<size_t>(mf::kTile * mf::kRowBytes + row * mf::kRowBytes + k)] = B[static_cast<size_t>(row * K + k)];
+    }
+  std::vector<double> got_mf(64 * 64, 0.0);
+  std::vector<int> writes_mf(64 * 64, 0);
+  for (int w = 0; w < mf::kThreads / 64; ++w) {
+    const int wm = mf::wave_m(w), wn = mf::wave_n(w);
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) {
+        double d[64][4] = {};
+        for (int ks = 0; ks < K; ks += 32) {
+          double Am[16][32] = {}, Bm[32][16] = {};
+          for (int l = 0; l < 64; ++l)
+            for (int e = 0; e < 8; ++e) {
+              Am[l % 16][8 * (l / 16) + e] = fg::fp8_to_float<false>(lds[static_cast<size_t>(mf::a_bytes(wm, i, l, ks) + e)]);
+              Bm[8 * (l / 16) + e][l % 16] = fg::fp8_to_float<false>(lds[static_cast<size_t>(mf::b_bytes(wn, j, l, ks) + e)]);
+            }
+          for (int l = 0; l < 64; ++l)
+            for (int r = 0; r < 4; ++r)
+              for (int k = 0; k < 32; ++k) d[l][r] += Am[4 * (l / 16) + r][k] * Bm[k][l % 16];
+        }
+        for (int l = 0; l < 64; ++l)
+          for (int r = 0; r < 4; ++r) {
+            const int m = mf::c_row(wm, i, l, r), n = mf::c_col(wn, j, l);
+            got_mf[static_cast<size_t>(m * 64 + n)] = d[l][r];
+            ++writes_mf[static_cast<size_t>(m * 64 + n)];
+          }
+      }
+  }
+  int bad_mf = 0;
+  for (int m = 0; m < 64; ++m)
+    for (int n = 0; n < 64; ++n) {
+      double want = 0;
+      for (int k = 0; k < K; ++k) want += static_cast<double>(fg::fp8_to_float<false>(A[m * K + k])) * fg::fp8_to_float<false>(B[n * K + k]);
+      if (writes_mf[static_cast<size_t>(m * 64 + n)] != 1 || got_mf[static_cast<size_t>(m * 64 + n)] != want) ++bad_mf;
+    }
+  if (bad_mf) {
+    std::printf("FAIL mfma: %d of 4096 tile outputs differ from the direct product or are written other than once\n", bad_mf);
+    ++failures;
+  }
+  std::printf("fp8_block_gemm tensor-core fragments: %s\n", failures ? "FAIL" : "stage, fragments, placement and banks as PTX defines them; "
+                                                                                "the MFMA path's operands and results as CDNA3 lays them out");
   return failures ? 1 : 0;
 }
