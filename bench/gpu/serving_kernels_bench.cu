@@ -426,7 +426,7 @@ int main() {
   bench_fp8_block_gemm(timer, copy_bw, 1, 7168, 2048);
   bench_fp8_block_gemm(timer, copy_bw, 64, 2112, 7168);
   bench_fp8_block_gemm(timer, copy_bw, 33, 24576, 1536);
-  bench_fp8_block_gemm(timer, copy_bw, 256, 4096, 7168);
+  bench_fp8_block_gemm(timer, copy_bw, 128, 4096, 7168);
   bench_fp8_block_gemm(timer, copy_bw, 128, 7168, 2048);
   bench_fp8_block_gemm(timer, copy_bw, 32, 32768, 512);
   bench_fp8_block_gemm(timer, copy_bw, 4096, 7168, 7168);
