@@ -4,10 +4,12 @@ block_size = 128
 
 
 def act_quant(x: torch.Tensor, block_size: int = 128):
-    """DeepSeek-V3's act_quant: one scale per block_size values of the last dim, amax / 448, x / s cast to e4m3."""
-    g = x.float().unflatten(-1, (-1, block_size))
+    """DeepSeek-V3's act_quant: one scale per block_size values of the last dim, amax / 448, x / s cast to e4m3
+    (a last group shorter than block_size gets its own scale)."""
+    K = x.shape[-1]
+    g = torch.nn.functional.pad(x.float(), (0, (-K) % block_size)).unflatten(-1, (-1, block_size))
     s = g.abs().amax(dim=-1) / 448.0
-    y = (g / s.unsqueeze(-1)).to(torch.float8_e4m3fn).flatten(-2)
+    y = (g / s.unsqueeze(-1)).flatten(-2)[..., :K].to(torch.float8_e4m3fn)
     return y, s
 
 

@@ -12,8 +12,9 @@ def weight_dequant(x: torch.Tensor, s: torch.Tensor, block_size: int = 128) -> t
 
 
 def act_dequant(y: torch.Tensor, s: torch.Tensor, block_size: int = 128) -> torch.Tensor:
-    """Undoes act_quant: y [.., K] fp8 with one scale per block_size group of the last dim, s [.., K / block_size]."""
-    return (y.to(torch.float32).unflatten(-1, (-1, block_size)) * s.unsqueeze(-1)).flatten(-2)
+    """Undoes act_quant: y [.., K] fp8 with one scale per block_size group of the last dim, s [.., ceil(K / block_size)]."""
+    K = y.shape[-1]
+    return y.to(torch.float32) * s.repeat_interleave(block_size, dim=-1)[..., :K]
 
 
 class Model(torch.nn.Module):
