@@ -309,6 +309,32 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     add("scratch", "chunk counts, expert offsets, sorted ids (T*k + E*15 rows), block experts, act [T*k, I] and slot_out [T*k, H] fp32, passed in "
                    "by the caller (the launcher allocates nothing)",
         align_rec);
+  } else if (pattern == "fp8_block_gemm") {
+    d.template_name = amd ? "fp8_block_gemm_hip" : "fp8_block_gemm_cuda";
+    const std::string promo_rec = wiki.ask("promotion", "block-scaled fp8 gemm promotion interval 128 K fp32 accumulation DeepSeek-V3 fine-grained "
+                                                        "quantization");
+    const std::string scale_rec = wiki.ask("scales", "fp8 block scaling 1x128 activation 128x128 weight scales w8a8 block fp8 matmul");
+    add("numerics", "each 128-wide K block's partial sum in fp32 from the exact fp8 products, scaled by the fp32 product As[m, kb] * "
+                    "Bs[n / 128, kb] and added to an fp32 accumulator (the promotion vLLM's reference does block by block); one rounding "
+                    "to bf16 at the store; e4m3fn on CUDA, e4m3fnuz on CDNA3 (the fnuz parameter)",
+        promo_rec);
+    add("mapping", "a block of 256 threads per 64 x 64 output tile (inside one 128-column weight-scale block), 4 x 4 outputs a thread; "
+                   "grid ceil(N / 64) x ceil(M / 64)",
+        scale_rec);
+    add("data movement", "K in 32-wide steps: A and B rows as 16-byte loads, each fp8 value decoded to fp32 once into " + t.onchip_name +
+                             " (k-major, padded rows), read by the tile's threads as broadcasts",
+        vec_rec);
+    add("matrix instruction",
+        amd ? std::string("vector ALUs in V0; a matrix-core kernel (v_mfma_f32_16x16x32_fp8_fp8 on e4m3fnuz, a fresh result per 128-K "
+                          "block promoted into the fp32 accumulator) is written but not yet run on a device, so off: "
+                          "KWIKI_FP8_GEMM_TENSOR_CORES=1 at compile time turns it on")
+            : std::string("CUDA cores in V0; a tensor-core kernel (mma.sync m16n8k32 e4m3 -> fp32, a fresh fragment per 128-K block promoted "
+                          "into the fp32 accumulator) is written but not yet run on a GPU, so off: KWIKI_FP8_GEMM_TENSOR_CORES=1 at compile "
+                          "time turns it on"),
+        amd ? wiki.ask("matrix instruction", "MFMA fp8 e4m3fnuz instruction shapes") : wiki.ask("matrix instruction", "fp8 e4m3 mma tensor core wgmma"));
+    add("roofline", "2MNK matrix FLOPs against the fp8 dense peak (twice the bf16 peak on Hopper and CDNA3); small M is bound by reading B "
+                    "(N x K bytes)",
+        acc_rec);
   } else if (pattern == "generated") {
     // The generator's kernels: the skeleton follows from the IR (plans/kernel_ir.json).
     d.template_name = std::string("generated_") + t.framework;

@@ -204,6 +204,20 @@ std::optional<WorkCounts> fused_moe_work(const WorkInput& in) {
   return w;
 }
 
+std::optional<WorkCounts> fp8_block_gemm_work(const WorkInput& in) {
+  const auto m = in.dim("num_tokens"), k = in.dim("in_features"), n = in.dim("out_features");
+  if (!m || !k || !n) return std::nullopt;
+  const double kb = std::ceil(*k / 128), nb = std::ceil(*n / 128);
+  WorkCounts w;
+  w.matrix_flops = 2 * *m * *n * *k;  // on the fp8 dense rate (2x bf16's on Hopper and CDNA3)
+  w.vector_flops = 2 * *m * *n * kb;  // each K block's partial scaled and added (the promotion)
+  w.bytes_read = *m * *k + *n * *k + (*m * kb + nb * kb) * 4;
+  w.bytes_written = *m * *n * 2;
+  w.basis = "fp8 A[M,K] and B[N,K] (1 byte each), fp32 scales As[M,K/128] and Bs[N/128,K/128] read once, bf16 out[M,N] written; 2MNK "
+            "matrix FLOPs at the fp8 rate + 2 per output per 128-K block";
+  return w;
+}
+
 }  // namespace
 
 const FamilyRow kFamilies[] = {
@@ -246,6 +260,12 @@ const FamilyRow kFamilies[] = {
      "hidden[T,H], w13[E,2I,H] (gate rows, then up rows), w2[E,H,I], topk_weights[T,k] (fp32), topk_ids[T,k] (int32), out[T,H], "
      "chunk_counts, expert_offsets, sorted_ids, block_expert (int32 scratch), act[T*k,I], slot_out[T*k,H] (fp32); T, H, I, E, k, BM",
      "", fused_moe_work, true},  // reads only the routed experts' weights: the counter's bytes, not the dry run's whole stacks
+    // Block-scaled fp8 GEMM (issue 20): DeepSeek-V3 / vLLM w8a8_block_fp8_matmul, 1 x 128 activation
+    // and 128 x 128 weight scales, each 128-K block promoted to fp32.
+    {"fp8_block_gemm", "w8a8_block_fp8_matmul block_scaled_fp8_gemm fp8_gemm_blockscale fp8_block_matmul deepgemm_fp8_gemm", "gemm",
+     "A[M,K] (fp8 bytes), B[N,K] (fp8 bytes), As[M,K/128] (fp32), Bs[N/128,K/128] (fp32), out[M,N]; M, N, K, BN, BK (128 x 128 only); "
+     "fnuz (0 e4m3fn, 1 e4m3fnuz)",
+     "", fp8_block_gemm_work},
     // The generator (planner/generator/): any pointwise/reduction graph it lowers to its kernel IR,
     // proven by the IR's own CPU twin; its launcher takes the IR's buffers, size slots and floats.
     // Last: a hand-written family that is proven keeps its task.
@@ -253,7 +273,7 @@ const FamilyRow kFamilies[] = {
      "", nullptr},
 };
 const std::size_t kFamilyCount = sizeof(kFamilies) / sizeof(kFamilies[0]);
-static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == 16, "a new family is a row here and its files (family.hpp says which)");
+static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == 17, "a new family is a row here and its files (family.hpp says which)");
 
 const FamilyRow* find_family(std::string_view name) {
   for (std::size_t i = 0; i < kFamilyCount; ++i) {

@@ -92,6 +92,25 @@ LIBRARY = {"prefill_attention": prefill_attention, "gemm": gemm}
 LIBRARY["fused_moe"] = fused_moe  # its grouped GEMMs' FLOPs as dense cuBLAS ones
 
 
+def fp8_block_gemm(tensors, dims, params):
+    """The fp8 dense rate on the same M, N, K: torch._scaled_mm (cuBLASLt fp8) with one scale per tensor
+    (the block scales have no cuBLASLt equivalent on every torch; per-tensor is the library's plain fp8
+    GEMM, an upper bound on what block scaling may cost). A padded to a multiple of 16 rows (cuBLASLt's
+    fp8 constraint), the padding counted in the library's FLOPs."""
+    a, b = tensors[:2]
+    M, N, K = (int(d) for d in dims[:3])
+    m16 = (M + 15) // 16 * 16
+    ap = a if m16 == M else torch.cat([a, a.new_zeros(m16 - M, K)])  # fp8 zeros: byte 0 in both formats
+    one = torch.ones((), dtype=torch.float32, device=a.device)
+
+    def call():
+        return torch._scaled_mm(ap, b.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    return Path("torch._scaled_mm (fp8, per-tensor scales)", call, 2 * m16 * N * K, 2 * M * N * K)
+
+
+LIBRARY["fp8_block_gemm"] = fp8_block_gemm
+
+
 def library_path(family, tensors, dims, params):
     """The family's library path on these launcher arguments, or None (no such path)."""
     make = LIBRARY.get(family)

@@ -22,6 +22,10 @@
 #endif
 #ifndef KWIKI_MOE_TENSOR_CORES
 #define KWIKI_MOE_TENSOR_CORES 1  // fused_moe's mma.sync GEMMs, likewise off in V0 until this bench checks them
+// fp8_block_gemm (issue 20, family 4): its tensor-core kernel is off in V0 as well; the bench turns it
+// on and times the CUDA-core kernel beside it.
+#ifndef KWIKI_FP8_GEMM_TENSOR_CORES
+#define KWIKI_FP8_GEMM_TENSOR_CORES 1
 #endif
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -41,6 +45,7 @@
 #include "paged_decode_attention_vllm.cuh"
 #include "topk_filter.cuh"
 #include "fused_moe.cuh"
+#include "fp8_block_gemm.cuh"
 
 using bf16 = __nv_bfloat16;
 
@@ -386,6 +391,73 @@ void bench_fused_moe(kwiki_bench::FlushedTimer& timer, double copy_bw, const cha
   if (ok) std::printf("%-28s %-34s       %9.2f TFLOP/s (matrix, 6*T*k*H*I)\n", "fused_moe", shape.c_str(), flops / (us * 1e-6) / 1e12);
 }
 
+// fp8_block_gemm: random finite e4m3fn bytes, scales in [0, 1e-2) (as vLLM's test), both kernels
+// (the tensor-core one through launch(), on when KWIKI_FP8_GEMM_TENSOR_CORES is 1, and the CUDA-core
+// one directly) checked on rows 0, M / 2 and M - 1 against an fp64 sum of the same block-scaled
+// product: within one bf16 step plus fp32 summation slack (1e-6 of the sum of |terms|).
+void bench_fp8_block_gemm(kwiki_bench::FlushedTimer& timer, double copy_bw, long long M, long long N, long long K) {
+  namespace fg = kwiki_fp8_block_gemm;
+  std::mt19937 g(5);
+  const long long kb = (K + 127) / 128, nb = (N + 127) / 128;
+  auto bytes = [&](long long n) {
+    std::vector<uint8_t> v(n);
+    for (auto& e : v) {
+      unsigned b;
+      do b = g() & 0xffu; while ((b & 0x7fu) == 0x7fu);  // no NaN encodings
+      e = static_cast<uint8_t>(b);
+    }
+    return v;
+  };
+  const auto a = bytes(M * K), b = bytes(N * K);
+  std::uniform_real_distribution<float> u(0.f, 1e-2f);
+  std::vector<float> as(M * kb), bs(nb * kb);
+  for (auto& x : as) x = u(g);
+  for (auto& x : bs) x = u(g);
+  Dev<uint8_t> da(M * K), db(N * K);
+  Dev<float> das(M * kb), dbs(nb * kb);
+  Dev<bf16> dout(M * N);
+  da.put(a), db.put(b), das.put(as), dbs.put(bs);
+  const double bytes_moved = M * K + N * K + (M * kb + nb * kb) * 4.0 + M * N * 2.0;
+  const fg::Shape shape{static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), static_cast<int>(kb)};
+  for (int path = 0; path < 2; ++path) {
+    const char* name = path == 0 ? (KWIKI_FP8_GEMM_TENSOR_CORES ? "fp8_block_gemm(tensor cores)" : "fp8_block_gemm") : "fp8_block_gemm(cuda cores)";
+    auto run = [&] {
+      if (path == 0) fg::launch<bf16>(da.p, db.p, das.p, dbs.p, dout.p, M, N, K, 128, 128, 0.0, nullptr);
+      else fg::launch_cuda_cores<bf16, false>(da.p, db.p, das.p, dbs.p, dout.p, shape, nullptr);
+    };
+    dout.put(std::vector<uint16_t>(M * N, 0x7fc0));
+    run();
+    KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto out = dout.get<uint16_t>();
+    bool ok = true;
+    long long bad_m = -1, bad_n = -1;
+    for (long long m : {0ll, M / 2, M - 1}) {
+      for (long long n = 0; n < N && ok; ++n) {
+        double want = 0, mag = 0;
+        for (long long blk = 0; blk < kb; ++blk) {
+          double part = 0, part_mag = 0;
+          for (long long k = blk * 128; k < std::min(K, blk * 128 + 128); ++k) {
+            const double p = static_cast<double>(fg::fp8_to_float<false>(a[m * K + k])) * fg::fp8_to_float<false>(b[n * K + k]);
+            part += p;
+            part_mag += std::fabs(p);
+          }
+          const float sc = as[m * kb + blk] * bs[(n / 128) * kb + blk];
+          want += part * sc;
+          mag += part_mag * sc;
+        }
+        const double got = bf2f(out[m * N + n]);
+        ok = std::fabs(got - want) <= std::ldexp(std::fabs(want), -8) + 1e-6 * mag + 1e-30;
+        if (!ok) bad_m = m, bad_n = n;
+      }
+    }
+    const double us = ok ? timer.median_us(run) : 0;
+    const std::string shape_name = "M" + std::to_string(M) + "_N" + std::to_string(N) + "_K" + std::to_string(K);
+    report(name, shape_name, ok, "out[" + std::to_string(bad_m) + ", " + std::to_string(bad_n) + "] differs beyond a bf16 step", us, bytes_moved,
+           copy_bw);
+    if (ok) std::printf("%-28s %-34s       %9.1f TFLOPS (fp8 dense peak of the H200: 1979)\n", name, shape_name.c_str(), 2.0 * M * N * K / (us * 1e-6) / 1e12);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -435,5 +507,14 @@ int main() {
   bench_fused_moe(timer, copy_bw, "qwen3_30b_a3b", 256, 2048, 768, 128, 8);
   bench_fused_moe(timer, copy_bw, "qwen3_30b_a3b", 4096, 2048, 768, 128, 8);
   bench_fused_moe(timer, copy_bw, "deepseek_v2_lite", 512, 2048, 1408, 64, 6);
+  // data/tasks/vllm_w8a8_block_fp8_matmul and deepseek_v3_fp8_block_linear shapes, and a prefill-sized one
+  bench_fp8_block_gemm(timer, copy_bw, 1, 7168, 2048);
+  bench_fp8_block_gemm(timer, copy_bw, 64, 2112, 7168);
+  bench_fp8_block_gemm(timer, copy_bw, 33, 24576, 1536);
+  bench_fp8_block_gemm(timer, copy_bw, 128, 4096, 7168);
+  bench_fp8_block_gemm(timer, copy_bw, 128, 7168, 2048);
+  bench_fp8_block_gemm(timer, copy_bw, 32, 32768, 512);
+  bench_fp8_block_gemm(timer, copy_bw, 4096, 7168, 7168);
+  bench_fp8_block_gemm(timer, copy_bw, 70, 200, 288);  // partial tiles and a last K block of 32
   return 0;
 }

@@ -751,6 +751,59 @@ class FusedMoe:
         return [x, w13, w2, weights, ids, out] + scratch, [t, h, i, e, k, self.BLOCK_M], [], {"out": out}
 
 
+class Fp8BlockGemm:
+    """Block-scaled fp8 GEMM (DeepSeek-V3, vLLM w8a8_block_fp8_matmul): A[.., K] and B[N, K] in e4m3, As[.., K/128] and
+    Bs[N/128, K/128] fp32 scales (1 x 128 activation groups, 128 x 128 weight blocks), out[.., N] in bf16."""
+    name = "fp8_block_gemm"
+    BLOCK = 128  # the only scale block the launcher serves (fp8_block_gemm.cuh)
+
+    def bind(self, s):
+        t = s.tensor_inputs()
+        fp8 = [(n, v) for n, v in t if is_fp8(v)]
+        scales = [(n, v) for n, v in t if torch.is_tensor(v) and v.dtype == torch.float32]
+        if len(fp8) != 2 or len(scales) != 2 or len(t) != 4:
+            raise NoFit("does not take two fp8 matrices and two fp32 scale tensors (A, B, As, Bs)")
+        if len(s.outputs) != 1 or not torch.is_tensor(s.outputs[0][1]):
+            raise NoFit("returns %d outputs; the family returns one" % len(s.outputs))
+        out_name, out = s.outputs[0]
+        if out.dtype != torch.bfloat16:
+            raise NoFit("returns %s; the family's V0 stores bf16" % out.dtype)
+        found, why = [], "no pairing of A[.., K], B[N, K] and their scales fits"
+        for (an, a), (bn, b) in (fp8, fp8[::-1]):
+            if b.dim() != 2 or a.dim() < 1 or a.shape[-1] != b.shape[1] or a.dtype != b.dtype:
+                continue
+            n, k = b.shape
+            if tuple(out.shape) != tuple(a.shape[:-1]) + (n,):
+                continue
+            kb, nb = -(-k // self.BLOCK), -(-n // self.BLOCK)
+            for (asn, a_s), (bsn, b_s) in (scales, scales[::-1]):
+                if tuple(a_s.shape[:-1]) != tuple(a.shape[:-1]) or b_s.dim() != 2:
+                    continue
+                if a_s.shape[-1] != kb or tuple(b_s.shape) != (nb, kb):
+                    why = "its scales are [%s] and %s: not 1 x 128 activation groups and 128 x 128 weight blocks (the only blocks the launcher serves)" % (
+                        ", ".join(str(x) for x in a_s.shape), tuple(b_s.shape))
+                    continue
+                if k % 16:
+                    why = "K = %d is not a multiple of 16 (the launcher reads 16-byte fp8 rows)" % k
+                    continue
+                found.append({"roles": {"A": ("input", an), "B": ("input", bn), "As": ("input", asn), "Bs": ("input", bsn)},
+                              "params": {"fnuz": 1.0 if "fnuz" in str(a.dtype) else 0.0}, "outputs": {"out": out_name}})
+        if not found:
+            raise NoFit(why)
+        return found
+
+    def prepare(self, b, get):
+        r = b["roles"]
+        a, w = get(r["A"]), get(r["B"]).contiguous()
+        n, k = w.shape
+        a2 = a.reshape(-1, k).contiguous()
+        m = a2.shape[0]
+        a_s = get(r["As"]).reshape(m, -1).contiguous()
+        b_s = get(r["Bs"]).contiguous()
+        out = empty(tuple(a.shape[:-1]) + (n,), torch.bfloat16, a.device)
+        return [a2, w, a_s, b_s, out], [m, n, k, self.BLOCK, self.BLOCK], [b["params"]["fnuz"]], {"out": out}
+
+
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64", "fp8_e4m3fn": "float8_e4m3fn",
                 "fp8_e4m3fnuz": "float8_e4m3fnuz", "int8": "int8", "uint8": "uint8", "int16": "int16", "int32": "int32", "int64": "int64",
                 "bool": "bool"}
@@ -833,7 +886,7 @@ class Generated:
 FAMILIES = {f.name: f for f in (FusedAddRmsNorm(), RowNorm("rms_norm", False), RowNorm("layer_norm", True), RowMap("softmax", False),
                                 RowReduce(), RowMap("gelu_and_mul", True), Fp8Quant(), MoeGating(),
                                 Gemm(), PagedDecodeAttention(), KvCacheWrite(), TopkFilter(), PagedDecodeAttentionVllm(),
-                                MlaDecode(), FusedMoe(), Generated())}
+                                MlaDecode(), FusedMoe(), Fp8BlockGemm(), Generated())}
 
 
 def launch_twin(lib, family, tensors, dims, params):

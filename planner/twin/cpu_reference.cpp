@@ -493,6 +493,53 @@ std::vector<double> fused_moe(const std::vector<float>& hidden, const std::vecto
   return out;
 }
 
+std::vector<double> fp8_block_gemm(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& a_scales,
+                                   const std::vector<float>& b_scales, const Fp8BlockGemmShape& s) {
+  if (s.block_n == 0 || s.block_k == 0) throw std::invalid_argument("fp8_block_gemm: block sizes must be positive");
+  const std::size_t kb = (s.k + s.block_k - 1) / s.block_k, nb = (s.n + s.block_n - 1) / s.block_n;
+  expect_size("fp8_block_gemm a", a.size(), s.m * s.k);
+  expect_size("fp8_block_gemm b", b.size(), s.n * s.k);
+  expect_size("fp8_block_gemm a_scales", a_scales.size(), s.m * kb);
+  expect_size("fp8_block_gemm b_scales", b_scales.size(), nb * kb);
+  std::vector<double> out(s.m * s.n, 0.0);
+  // Four columns at a time (independent sums keep the FPU busy: the proof runs this at serving
+  // sizes); each block's partial is exact in fp64 (at most block_k products of 8 significant bits
+  // each, well inside 53 bits), so the order of its terms does not matter.
+  constexpr std::size_t kCols = 4;
+  for (std::size_t m = 0; m < s.m; ++m) {
+    const float* arow = a.data() + m * s.k;
+    for (std::size_t n0 = 0; n0 < s.n; n0 += kCols) {
+      const std::size_t cols = std::min(kCols, s.n - n0);
+      double acc[kCols] = {0, 0, 0, 0};
+      for (std::size_t blk = 0; blk < kb; ++blk) {
+        double part[kCols] = {0, 0, 0, 0};
+        const std::size_t k0 = blk * s.block_k, k_end = std::min(s.k, (blk + 1) * s.block_k);
+        if (cols == kCols) {
+          const float *b0 = b.data() + n0 * s.k, *b1 = b0 + s.k, *b2 = b1 + s.k, *b3 = b2 + s.k;
+          for (std::size_t k = k0; k < k_end; ++k) {
+            const double x = arow[k];
+            part[0] += x * b0[k];
+            part[1] += x * b1[k];
+            part[2] += x * b2[k];
+            part[3] += x * b3[k];
+          }
+        } else {
+          for (std::size_t c = 0; c < cols; ++c) {
+            const float* brow = b.data() + (n0 + c) * s.k;
+            for (std::size_t k = k0; k < k_end; ++k) part[c] += static_cast<double>(arow[k]) * brow[k];
+          }
+        }
+        for (std::size_t c = 0; c < cols; ++c) {
+          const float scale = a_scales[m * kb + blk] * b_scales[((n0 + c) / s.block_n) * kb + blk];  // fp32, as the reference's As * Bs
+          acc[c] += part[c] * scale;
+        }
+      }
+      for (std::size_t c = 0; c < cols; ++c) out[m * s.n + n0 + c] = acc[c];
+    }
+  }
+  return out;
+}
+
 std::vector<float> wave_butterfly_emulated(const std::vector<float>& lanes, int warp_size, bool max) {
   if (warp_size <= 0 || (warp_size & (warp_size - 1)) != 0)
     throw std::invalid_argument("wave_butterfly_emulated: warp_size must be a power of two");

@@ -229,6 +229,21 @@ struct FusedMoeShape {
 std::vector<double> fused_moe(const std::vector<float>& hidden, const std::vector<float>& w13, const std::vector<float>& w2,
                               const std::vector<float>& topk_weights, const std::vector<std::int32_t>& topk_ids, const FusedMoeShape& shape,
                               StoreType intermediate);
+/// Sizes of the block-scaled fp8 GEMM (DeepSeek-V3 / vLLM w8a8_block_fp8_matmul).
+struct Fp8BlockGemmShape {
+  std::size_t m = 0, n = 0, k = 0;
+  std::size_t block_n = 128;  ///< rows of B one weight scale covers
+  std::size_t block_k = 128;  ///< K elements one activation or weight scale covers
+};
+
+/// out[m, n] = sum_kb fp32(As[m, kb] * Bs[n / block_n, kb]) * sum_{k in block kb} A[m, k] B[n, k]:
+/// each K block's partial sum (exact in fp64: fp8 products have 8 significant bits) times the
+/// fp32 product of the two scales, summed in fp64, as vLLM's native reference promotes every
+/// block (C += (a @ b.T) * (As * Bs)); the last block may be shorter than block_k. a [M, K] and
+/// b [N, K] are the fp8 values (decoded), a_scales [M, ceil(K / block_k)], b_scales
+/// [ceil(N / block_n), ceil(K / block_k)]. Throws std::invalid_argument for sizes that disagree.
+std::vector<double> fp8_block_gemm(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& a_scales,
+                                   const std::vector<float>& b_scales, const Fp8BlockGemmShape& shape);
 
 // ---------------------------------------------------------------------------------------------
 // Cross-lane reductions, emulated

@@ -327,6 +327,35 @@ void fused_moe(const Args& a) {  // hidden, w13, w2, topk_weights, topk_ids, out
                             a.floats(2, s.experts * s.hidden * s.intermediate), a.floats(3, rows), a.ints(4, rows), s, store_type(a.dtype(0))));
 }
 
+void fp8_block_gemm(const Args& a) {  // A[M,K] fp8, B[N,K] fp8, As, Bs (fp32), out[M,N]; M, N, K, BN, BK; fnuz
+  a.expect(5, 5, 1);
+  ref::Fp8BlockGemmShape s;
+  s.m = a.dim(0);
+  s.n = a.dim(1);
+  s.k = a.dim(2);
+  s.block_n = a.dim(3);
+  s.block_k = a.dim(4);
+  // As the launcher: 128 x 128 scale blocks only, K in whole 16-byte rows.
+  if (s.block_n != 128 || s.block_k != 128) throw std::invalid_argument("the launcher serves 128 x 128 scale blocks only");
+  if (s.k % 16 != 0) throw std::invalid_argument("K must be a multiple of 16 (16-byte fp8 rows)");
+  const double fnuz = a.param(0);
+  if (fnuz != 0.0 && fnuz != 1.0) throw std::invalid_argument("fnuz must be 0 (e4m3fn) or 1 (e4m3fnuz)");
+  for (int i : {0, 1}) {
+    const int want = fnuz != 0.0 ? KWIKI_TWIN_E4M3FNUZ : KWIKI_TWIN_E4M3FN;
+    if (a.dtype(i) != want && a.dtype(i) != KWIKI_TWIN_U8) throw std::invalid_argument("A and B must be fp8 of the format fnuz names");
+  }
+  // Raw bytes (uint8) are read in the format fnuz names, as the kernel reads them.
+  auto values = [&](int i, std::size_t count) {
+    if (a.dtype(i) != KWIKI_TWIN_U8) return a.floats(i, count);
+    std::vector<float> v(count);
+    const auto* p = static_cast<const std::uint8_t*>(a.raw(i));
+    for (std::size_t k = 0; k < count; ++k) v[k] = ref::fp8_decode(p[k], fnuz != 0.0);
+    return v;
+  };
+  const std::size_t kb = (s.k + 127) / 128, nb = (s.n + 127) / 128;
+  a.store(4, ref::fp8_block_gemm(values(0, s.m * s.k), values(1, s.n * s.k), a.floats(2, s.m * kb), a.floats(3, nb * kb), s));
+}
+
 struct TwinRow {
   const char* family;
   void (*run)(const Args&);
@@ -349,6 +378,7 @@ const TwinRow kTwins[] = {
     {"paged_decode_attention_vllm", paged_decode_attention_vllm},
     {"mla_decode", mla_decode},
     {"fused_moe", fused_moe},
+    {"fp8_block_gemm", fp8_block_gemm},
 };
 
 void say(char* error, int size, const std::string& text) {

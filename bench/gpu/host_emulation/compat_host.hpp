@@ -91,7 +91,7 @@ void launch(dim3 grid, dim3 blk, K kernel, A... args) {
   gridDim = grid;
   blockDim = blk;
   const unsigned n = blk.x, warps = (n + EMU_WARP - 1) / EMU_WARP;
-  for (unsigned b = 0; b < grid.x; ++b) {
+  for (unsigned b = 0; b < grid.x * grid.y; ++b) {  // grid.y: fp8_block_gemm's row tiles
     block.all = std::make_unique<std::barrier<>>(n);
     block.warp.clear();
     for (unsigned w = 0; w < warps; ++w) block.warp.push_back(std::make_unique<std::barrier<>>(std::min<unsigned>(EMU_WARP, n - w * EMU_WARP)));
@@ -100,7 +100,7 @@ void launch(dim3 grid, dim3 blk, K kernel, A... args) {
     for (unsigned t = 0; t < n; ++t)
       threads.emplace_back([=] {
         threadIdx = dim3(t);
-        blockIdx = dim3(b);
+        blockIdx = dim3(b % grid.x, b / grid.x);
         kernel(args...);
       });
     for (auto& t : threads) t.join();
@@ -152,3 +152,11 @@ namespace kwiki {
 /// Four multiprocessors: the filter's cases of at most 4 rows take its 1024-thread blocks, the rest 512.
 inline int multiprocessor_count() { return 4; }
 }  // namespace kwiki
+
+// fp8_block_gemm.cuh (issue 20, family 4): fp32 operations with one rounding each (the device's
+// _rn intrinsics, which the compiler does not contract into an fma) and min.
+#include <climits>
+#define KWIKI_HOST_EMULATION 1  // templates leave out their inline-PTX paths (fp8_block_gemm's tensor cores)
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+using std::min;

@@ -18,3 +18,11 @@ for warp in 32 64; do
   "$cxx" -std=c++20 -O2 -pthread -DEMU_WARP=$warp -I "$work" "$here/serving_emulation.cpp" -o "$work/emu$warp"
   "$work/emu$warp"
 done
+# fp8_block_gemm (issue 20): its CUDA-core kernel against the twin's formula (cpu_reference.cpp).
+sed -E 's/([A-Za-z_0-9]+<[^<>;]*>)<<<([^,]+), ([^,]+), 0, stream>>>\(/kwiki_emu::launch(\2, \3, \1, /' "$kernels/fp8_block_gemm.cuh" > "$work/fp8_block_gemm.cuh"
+grep -q '<<<' "$work/fp8_block_gemm.cuh" && { echo "run.sh: a launch in fp8_block_gemm.cuh was not rewritten" >&2; exit 2; }
+twin="$here/../../../planner/twin"
+for warp in 32 64; do
+  "$cxx" -std=c++20 -O2 -pthread -DEMU_WARP=$warp -I "$work" -I "$twin" "$here/fp8_block_gemm_emulation.cpp" "$twin/cpu_reference.cpp" -o "$work/fp8emu$warp"
+  "$work/fp8emu$warp"
+done
