@@ -3,8 +3,8 @@
 // __shared__ a function static (one block runs at a time), warp shuffles through a per-warp
 // exchange and barrier, shared atomics std::atomic_ref. run.sh copies it in as kwiki_compat.cuh
 // beside copies of the templates whose <<<grid, block, 0, stream>>> launches it rewrites to
-// kwiki_emu::launch. Only what kv_cache_write.cuh and topk_filter.cuh use is here; EMU_WARP is
-// the warp width (32 or 64).
+// kwiki_emu::launch. Only what kv_cache_write.cuh, topk_filter.cuh and prefill_attention.cuh use
+// is here; EMU_WARP is the warp width (32 or 64).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -28,7 +28,7 @@
 #define KWIKI_DEVICE inline
 #define KWIKI_HOST_DEVICE inline
 #define KWIKI_EXPORT extern "C"
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 #define __host__
@@ -151,4 +151,17 @@ inline bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(
 namespace kwiki {
 /// Four multiprocessors: the filter's cases of at most 4 rows take its 1024-thread blocks, the rest 512.
 inline int multiprocessor_count() { return 4; }
+}  // namespace kwiki
+
+// prefill_attention.cuh: uint4 construction and the fp32 chunk loads and stores.
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+namespace kwiki {
+template <int W, typename T>
+inline void load_f32(const T* p, float (&out)[W]) {
+  for (int j = 0; j < W; ++j) out[j] = kwiki_to_float(p[j]);
+}
+template <int W, typename T>
+inline void store_f32(T* p, const float (&in)[W]) {
+  for (int j = 0; j < W; ++j) p[j] = kwiki_from_float<T>(in[j]);
+}
 }  // namespace kwiki
