@@ -306,8 +306,9 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
         gqa_rec);
     add("products", std::string("four threads a query row: each scores a quarter of the tile's keys (fp32 dot products) and accumulates a quarter of "
                                 "the row's D outputs; ") + (amd ? "vector ALUs in V0 (an MFMA path is the next version)"
-                                                                : "CUDA cores in V0 (an mma.sync / wgmma path is the next version, behind "
-                                                                  "KWIKI_PREFILL_TENSOR_CORES)"),
+                                                                : "CUDA cores in V0 (a tensor-core kernel, mma.sync for both products "
+                                                                  "with P reused from the accumulators, is written but not yet run on a GPU, so "
+                                                                  "off; KWIKI_PREFILL_TENSOR_CORES=1 at compile time turns it on)"),
         amd ? fa2_rec : wiki.ask("tensor cores", "flash attention prefill tensor cores mma wgmma"));
     add("softmax", "online softmax in fp32 (exp2 of scale x log2(e) scores, running max and sum per row), one rounding at the store; a row that "
                    "sees no key stores zeros",

@@ -27,10 +27,13 @@
 // query row: each scores BN / 4 of the tile's keys (fp32 dot products), the scores go to shared
 // memory scaled by scale x log2(e), and each of the four then keeps the row's online softmax (running
 // max and sum, exp2 in fp32) and a quarter of its output (D / 4 fp32 accumulators, interleaved
-// 16-byte chunks) over the tile's values. One rounding at the store. A tensor-core path (mma.sync /
-// wgmma) is the next version; KWIKI_PREFILL_TENSOR_CORES is reserved for it and changes nothing yet.
+// 16-byte chunks) over the tile's values. One rounding at the store.
+// A tensor-core path (tc:: below: mma.sync, CUDA, 16-bit T, D 64/128) is written but has not run on
+// a GPU, so it is launched only where KWIKI_PREFILL_TENSOR_CORES is 1 (the serving bench times both).
 #ifndef KWIKI_PREFILL_ATTENTION_CUH
 #define KWIKI_PREFILL_ATTENTION_CUH
+
+#include <type_traits>
 
 #include "kwiki_compat.cuh"
 
@@ -211,6 +214,246 @@ prefill_attention_kernel(const T* __restrict__ q, const T* __restrict__ k, const
   }
 }
 
+// =============================================================================================
+// Tensor-core path (CUDA sm_80+, T bf16 or fp16, D 64 or 128), written without a GPU and so off in
+// V0 (KWIKI_PREFILL_TENSOR_CORES): the same grid and masks with 64 query rows a block, 16 a warp.
+// A warp's Q rows stay in registers as mma A fragments; K/V tiles of 64 keys go through shared
+// memory (rows padded by 16 bytes); S = Q K^T on mma.sync m16n8k16 (B = K rows read as 32-bit
+// words), online softmax in fp32 on the accumulators (a row's four lanes share it by two
+// shuffles), P rounded to T as the A operand (FlashAttention-2's register reuse) and O += P V with
+// B through ldmatrix.trans of the V rows. The host emulation (bench/gpu/host_emulation) runs it
+// with mma and ldmatrix emulated per the PTX fragment layouts.
+// =============================================================================================
+#if KWIKI_PLATFORM_CUDA
+namespace tc {
+
+constexpr int kWarps = 4;
+constexpr int kThreadsTc = 32 * kWarps;
+constexpr int kBlockMTc = 16 * kWarps;  // query rows of a block
+constexpr int kBlockNTc = 64;           // keys of a K/V tile
+
+/// Two fp32 values rounded to T and packed (lo = a).
+template <typename T>
+KWIKI_DEVICE uint32_t pack2(float a, float b) {
+  const uint32_t lo = kwiki::bit_cast<unsigned short>(kwiki_from_float<T>(a));
+  const uint32_t hi = kwiki::bit_cast<unsigned short>(kwiki_from_float<T>(b));
+  return lo | (hi << 16);
+}
+
+#ifdef KWIKI_HOST_EMULATION
+// The emulation's kwiki_compat.cuh provides kwiki_emu::mma16816 and kwiki_emu::ldsm_x4_trans.
+template <typename T>
+KWIKI_DEVICE void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) { kwiki_emu::mma16816(c, a, b0, b1); }
+template <typename T>
+KWIKI_DEVICE void ldsm_x4_trans(const T* p, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) { kwiki_emu::ldsm_x4_trans(p, r0, r1, r2, r3); }
+#else
+/// c += A(16x16) B(16x8), fp32 accumulators, A and B fragments as the PTX ISA lays them out.
+template <typename T>
+KWIKI_DEVICE void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same<T, kwiki_bf16>::value) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+/// Four 8x8 b16 matrices, transposed: lanes 8q .. 8q + 7 give the row addresses of matrix q.
+template <typename T>
+KWIKI_DEVICE void ldsm_x4_trans(const T* p, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr) : "memory");
+}
+#endif
+
+/// One (64-row query tile, query head, sequence) block of 4 warps; see the comment above.
+template <typename T, int D>
+KWIKI_GLOBAL void __launch_bounds__(kThreadsTc, 1)
+prefill_attention_tc_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const int* __restrict__ cu_q,
+                            const int* __restrict__ kv_lens, const int* __restrict__ block_tables, T* __restrict__ out, Shape s) {
+  constexpr int X = 8;          // 16-byte chunks of 16-bit T
+  constexpr int LD = D + X;     // a shared row, padded by 16 bytes
+  constexpr int CH = D / X;
+  constexpr int BN = kBlockNTc;
+  __shared__ __align__(16) unsigned char smem[sizeof(T) * 2 * BN * LD];
+  T* const k_s = reinterpret_cast<T*>(smem);
+  T* const v_s = k_s + BN * LD;
+
+  const long long idx = blockIdx.x;
+  const int h = static_cast<int>(idx % s.Hq);
+  const long long rest = idx / s.Hq;
+  const int tile = s.tiles - 1 - static_cast<int>(rest % s.tiles);
+  const int b = static_cast<int>(rest / s.tiles);
+  const int kvh = h / (s.Hq / s.Hkv);
+  const int q0 = clamp_int(cu_q[b], 0, s.Tq);
+  const int lq = clamp_int(cu_q[b + 1], q0, s.Tq) - q0;
+  const int m0 = tile * kBlockMTc;
+  if (m0 >= lq) return;
+  long long k0 = 0;
+  int lk;
+  if (s.layout == 0) {
+    k0 = clamp_int(kv_lens[b], 0, s.Tk);
+    lk = clamp_int(kv_lens[b + 1], k0, s.Tk) - static_cast<int>(k0);
+  } else {
+    lk = clamp_int(kv_lens[b], 0, static_cast<long long>(s.MB) * s.P);
+  }
+  const int rows = lq - m0 < kBlockMTc ? lq - m0 : kBlockMTc;
+  const int shift = lk - lq;
+  int kend = lk;
+  if (s.causal) {
+    const int last = m0 + rows - 1 + shift + 1;
+    kend = last < 0 ? 0 : last < lk ? last : lk;
+  }
+  const long long num_pages = s.layout == 1 ? s.Tk / s.P : 0;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane / 4, tig = lane % 4;
+  const int r0 = m0 + warp * 16 + gid, r1 = r0 + 8;  // this lane's two query rows (in the sequence)
+  uint32_t qa[D / 16][4];
+  {
+    const T* const p0 = q + (static_cast<long long>(q0 + r0) * s.Hq + h) * D + tig * 2;
+    const T* const p1 = q + (static_cast<long long>(q0 + r1) * s.Hq + h) * D + tig * 2;
+    const bool v0 = r0 < lq, v1 = r1 < lq;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      qa[kk][0] = v0 ? *reinterpret_cast<const uint32_t*>(p0 + kk * 16) : 0u;
+      qa[kk][1] = v1 ? *reinterpret_cast<const uint32_t*>(p1 + kk * 16) : 0u;
+      qa[kk][2] = v0 ? *reinterpret_cast<const uint32_t*>(p0 + kk * 16 + 8) : 0u;
+      qa[kk][3] = v1 ? *reinterpret_cast<const uint32_t*>(p1 + kk * 16 + 8) : 0u;
+    }
+  }
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  float o[D / 8][4];
+#pragma unroll
+  for (int nt = 0; nt < D / 8; ++nt) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.f;
+
+  for (int n0 = 0; n0 < kend; n0 += BN) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < BN * CH; i += kThreadsTc) {
+      const int jj = i / CH, ch = i % CH;
+      const int j = n0 + jj;
+      uint4 kx = make_uint4(0u, 0u, 0u, 0u), vx = kx;
+      if (j < kend) {
+        long long row = -1;
+        if (s.layout == 0) {
+          row = k0 + j;
+        } else {
+          const long long page = block_tables[static_cast<long long>(b) * s.MB + j / s.P];
+          if (page >= 0 && page < num_pages) row = page * s.P + j % s.P;
+        }
+        if (row >= 0) {
+          const long long off = (row * s.Hkv + kvh) * D + ch * X;
+          kx = *reinterpret_cast<const uint4*>(k + off);
+          vx = *reinterpret_cast<const uint4*>(v + off);
+        }
+      }
+      *reinterpret_cast<uint4*>(k_s + jj * LD + ch * X) = kx;
+      *reinterpret_cast<uint4*>(v_s + jj * LD + ch * X) = vx;
+    }
+    __syncthreads();
+
+    // S = Q K^T: 8 tiles of 8 keys; B fragment of tile nt = key nt * 8 + gid, dims 2 tig (+8).
+    float sc[BN / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < BN / 8; ++nt) {
+      sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
+      const T* const kr = k_s + (nt * 8 + gid) * LD + tig * 2;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)
+        mma16816<T>(sc[nt], qa[kk], *reinterpret_cast<const uint32_t*>(kr + kk * 16), *reinterpret_cast<const uint32_t*>(kr + kk * 16 + 8));
+    }
+    // Masks and the online softmax of rows r0 (c0, c1) and r1 (c2, c3).
+    float mx[2] = {m[0], m[1]};
+#pragma unroll
+    for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int j = n0 + nt * 8 + tig * 2 + (e & 1);
+        const int row = e < 2 ? r0 : r1;
+        const bool seen = j < kend && (!s.causal || j <= row + shift);
+        sc[nt][e] = seen ? sc[nt][e] * s.scale_log2 : -INFINITY;
+        mx[e >> 1] = fmaxf(mx[e >> 1], sc[nt][e]);
+      }
+    float alpha[2], mref[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], kwiki_shfl_xor(mx[i], 1));
+      mx[i] = fmaxf(mx[i], kwiki_shfl_xor(mx[i], 2));
+      mref[i] = mx[i] == -INFINITY ? 0.f : mx[i];
+      alpha[i] = exp2f(m[i] - mref[i]);
+      m[i] = mx[i];
+      l[i] *= alpha[i];
+    }
+#pragma unroll
+    for (int nt = 0; nt < D / 8; ++nt) {
+      o[nt][0] *= alpha[0];
+      o[nt][1] *= alpha[0];
+      o[nt][2] *= alpha[1];
+      o[nt][3] *= alpha[1];
+    }
+#pragma unroll
+    for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        sc[nt][e] = exp2f(sc[nt][e] - mref[e >> 1]);
+        l[e >> 1] += sc[nt][e];
+      }
+    // O += P V: P's accumulators of key tiles 2t, 2t + 1 are the A fragment of keys 16t .. 16t + 15.
+#pragma unroll
+    for (int t = 0; t < BN / 16; ++t) {
+      const uint32_t pa[4] = {pack2<T>(sc[2 * t][0], sc[2 * t][1]), pack2<T>(sc[2 * t][2], sc[2 * t][3]), pack2<T>(sc[2 * t + 1][0], sc[2 * t + 1][1]),
+                              pack2<T>(sc[2 * t + 1][2], sc[2 * t + 1][3])};
+#pragma unroll
+      for (int np = 0; np < D / 16; ++np) {
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4_trans<T>(v_s + (t * 16 + (lane & 15)) * LD + np * 16 + (lane >> 4) * 8, b0, b1, b2, b3);
+        mma16816<T>(o[2 * np], pa, b0, b1);
+        mma16816<T>(o[2 * np + 1], pa, b2, b3);
+      }
+    }
+  }
+
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] += kwiki_shfl_xor(l[i], 1);
+    l[i] += kwiki_shfl_xor(l[i], 2);
+  }
+  const float inv0 = l[0] > 0.f ? 1.f / l[0] : 0.f, inv1 = l[1] > 0.f ? 1.f / l[1] : 0.f;
+  if (r0 < lq) {
+    T* const dst = out + (static_cast<long long>(q0 + r0) * s.Hq + h) * D + tig * 2;
+#pragma unroll
+    for (int nt = 0; nt < D / 8; ++nt) *reinterpret_cast<uint32_t*>(dst + nt * 8) = pack2<T>(o[nt][0] * inv0, o[nt][1] * inv0);
+  }
+  if (r1 < lq) {
+    T* const dst = out + (static_cast<long long>(q0 + r1) * s.Hq + h) * D + tig * 2;
+#pragma unroll
+    for (int nt = 0; nt < D / 8; ++nt) *reinterpret_cast<uint32_t*>(dst + nt * 8) = pack2<T>(o[nt][2] * inv1, o[nt][3] * inv1);
+  }
+}
+
+/// The tensor-core launch, or -1 where it does not apply here (a device or binary older than sm_80).
+template <typename T, int D>
+inline int launch_tc(const T* q, const T* k, const T* v, const int* cu_q, const int* kv_lens, const int* bt, T* out, Shape s, long long max_q,
+                     kwiki_stream_t stream) {
+#ifndef KWIKI_HOST_EMULATION
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, prefill_attention_tc_kernel<T, D>) != cudaSuccess || attr.ptxVersion < 80 || attr.binaryVersion < 80) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+#endif
+  s.tiles = static_cast<int>((max_q + kBlockMTc - 1) / kBlockMTc);
+  const long long blocks = static_cast<long long>(s.tiles) * s.B * s.Hq;
+  if (blocks > kMaxBlocks) return -1;
+  prefill_attention_tc_kernel<T, D><<<dim3(static_cast<unsigned>(blocks)), dim3(kThreadsTc), 0, stream>>>(q, k, v, cu_q, kv_lens, bt, out, s);
+  return kwiki_last_error();
+}
+
+}  // namespace tc
+#endif  // KWIKI_PLATFORM_CUDA
+
 template <typename T, int D>
 inline int launch_d(const T* q, const T* k, const T* v, const int* cu_q, const int* kv_lens, const int* bt, T* out, const Shape& s,
                     long long blocks, kwiki_stream_t stream) {
@@ -218,12 +461,13 @@ inline int launch_d(const T* q, const T* k, const T* v, const int* cu_q, const i
   return kwiki_last_error();
 }
 
-/// Launches the attention on `stream`; 0, the launch error, or -1 for arguments it cannot serve
-/// (see the header comment).
+/// Launches the attention on `stream`, the tensor-core kernel when `tensor_cores` and it applies
+/// (16-bit T, D 64 or 128, CUDA sm_80+), else the CUDA-core one; 0, the launch error, or -1 for
+/// arguments it cannot serve (see the header comment).
 template <typename T>
-inline int launch(const T* q, const T* k, const T* v, const int* cu_q, const int* kv_lens, T* out, const int* bt, long long B, long long Hq,
-                  long long Hkv, long long D, long long Tq, long long Tk, long long max_q, long long causal, long long layout, long long P,
-                  long long MB, float scale, kwiki_stream_t stream) {
+inline int launch_path(const T* q, const T* k, const T* v, const int* cu_q, const int* kv_lens, T* out, const int* bt, long long B, long long Hq,
+                       long long Hkv, long long D, long long Tq, long long Tk, long long max_q, long long causal, long long layout, long long P,
+                       long long MB, float scale, bool tensor_cores, kwiki_stream_t stream) {
   constexpr long long kMaxInt = 2147483647ll;
   if (B < 0 || B > kMaxInt - 1 || Hkv < 1 || Hq < Hkv || Hq % Hkv != 0 || Hq > 65535 || (D != 64 && D != 128 && D != 256)) return -1;
   if (Tq < 0 || Tq > kMaxInt || Tk < 0 || max_q < 0 || (causal != 0 && causal != 1) || (layout != 0 && layout != 1)) return -1;
@@ -238,9 +482,31 @@ inline int launch(const T* q, const T* k, const T* v, const int* cu_q, const int
   const Shape s{static_cast<int>(B), static_cast<int>(Hq), static_cast<int>(Hkv), static_cast<int>(Tq), static_cast<int>(causal),
                 static_cast<int>(layout), static_cast<int>(layout == 1 ? P : 1), static_cast<int>(layout == 1 ? MB : 1), static_cast<int>(tiles),
                 Tk, scale * 1.4426950408889634f};
+#if KWIKI_PLATFORM_CUDA
+  if constexpr (!std::is_same<T, float>::value) {
+    if (tensor_cores && (D == 64 || D == 128)) {
+      const long long mq = max_q < Tq ? max_q : Tq;
+      const int r = D == 64 ? tc::launch_tc<T, 64>(q, k, v, cu_q, kv_lens, bt, out, s, mq, stream)
+                            : tc::launch_tc<T, 128>(q, k, v, cu_q, kv_lens, bt, out, s, mq, stream);
+      if (r != -1) return r;
+    }
+  }
+#else
+  (void)tensor_cores;
+#endif
   if (D == 64) return launch_d<T, 64>(q, k, v, cu_q, kv_lens, bt, out, s, blocks, stream);
   if (D == 128) return launch_d<T, 128>(q, k, v, cu_q, kv_lens, bt, out, s, blocks, stream);
   return launch_d<T, 256>(q, k, v, cu_q, kv_lens, bt, out, s, blocks, stream);
+}
+
+/// Launches the attention on `stream` (the tensor-core kernel where KWIKI_PREFILL_TENSOR_CORES is 1
+/// and it applies); 0, the launch error, or -1 for arguments it cannot serve (see the header comment).
+template <typename T>
+inline int launch(const T* q, const T* k, const T* v, const int* cu_q, const int* kv_lens, T* out, const int* bt, long long B, long long Hq,
+                  long long Hkv, long long D, long long Tq, long long Tk, long long max_q, long long causal, long long layout, long long P,
+                  long long MB, float scale, kwiki_stream_t stream) {
+  return launch_path<T>(q, k, v, cu_q, kv_lens, out, bt, B, Hq, Hkv, D, Tq, Tk, max_q, causal, layout, P, MB, scale, KWIKI_PREFILL_TENSOR_CORES != 0,
+                        stream);
 }
 
 }  // namespace kwiki_prefill_attention

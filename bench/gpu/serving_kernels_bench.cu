@@ -15,7 +15,8 @@
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I baseline/kernels \
 //     bench/gpu/serving_kernels_bench.cu -o sbench && ./sbench
 // The decode families' tensor-core paths are off in V0 until checked on a GPU; the bench runs them
-// (build with -DKWIKI_DECODE_TENSOR_CORES=0 to time the CUDA-core kernels instead).
+// (build with -DKWIKI_DECODE_TENSOR_CORES=0 to time the CUDA-core kernels instead). prefill_attention
+// runs both of its kernels at each shape (launch_path), whatever KWIKI_PREFILL_TENSOR_CORES says.
 #ifndef KWIKI_DECODE_TENSOR_CORES
 #define KWIKI_DECODE_TENSOR_CORES 1
 #endif
@@ -315,9 +316,10 @@ void bench_mla(kwiki_bench::FlushedTimer& timer, double copy_bw, int sms, long l
 // prefill_attention: packed (P = 0) or paged sequences; query i of sequence b (lq queries, lk keys)
 // sees keys j <= i + lk - lq when causal. Checked in fp64 on every 13th query row (every lq / 64th
 // in long sequences) and each sequence's last row, all heads; the rate is the FLOPs of the pairs the mask keeps (4 D Hq each)
-// against the time, beside the bytes' share of the copy bandwidth.
+// against the time, beside the bytes' share of the copy bandwidth. Each shape runs the CUDA-core V0
+// and the tensor-core kernel (launch_path; D 256 has none and runs the V0 twice).
 void bench_prefill(kwiki_bench::FlushedTimer& timer, double copy_bw, const std::string& name, const std::vector<int>& qlens,
-                   const std::vector<int>& klens, long long Hq, long long Hkv, long long D, bool causal, long long P) {
+                   const std::vector<int>& klens, long long Hq, long long Hkv, long long D, bool causal, long long P, bool tensor_cores) {
   std::mt19937 g(5);
   const long long B = static_cast<long long>(qlens.size());
   std::vector<int> cu_q(B + 1, 0), kv, tables;
@@ -357,8 +359,8 @@ void bench_prefill(kwiki_bench::FlushedTimer& timer, double copy_bw, const std::
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   int rc = 0;
   auto run = [&] {
-    rc = kwiki_prefill_attention::launch<bf16>(dq.p, dk.p, dv.p, dcu.p, dkv.p, dout.p, P ? dt.p : nullptr, B, Hq, Hkv, D, Tq, Tk, max_q, causal ? 1 : 0,
-                                               P ? 1 : 0, P ? P : 0, MB, static_cast<float>(scale), nullptr);
+    rc = kwiki_prefill_attention::launch_path<bf16>(dq.p, dk.p, dv.p, dcu.p, dkv.p, dout.p, P ? dt.p : nullptr, B, Hq, Hkv, D, Tq, Tk, max_q,
+                                                    causal ? 1 : 0, P ? 1 : 0, P ? P : 0, MB, static_cast<float>(scale), tensor_cores, nullptr);
   };
   run();
   KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
@@ -388,7 +390,7 @@ void bench_prefill(kwiki_bench::FlushedTimer& timer, double copy_bw, const std::
   const double bytes = 2.0 * Tq * Hq * D * 2 + 2.0 * keys * Hkv * D * 2;
   const std::string shape = name + "_Hq" + std::to_string(Hq) + "_Hkv" + std::to_string(Hkv) + "_D" + std::to_string(D) + (causal ? "_causal" : "") +
                             (P ? "_P" + std::to_string(P) : "");
-  report("prefill_attention", shape, ok, rc ? "refused or failed to launch (rc " + std::to_string(rc) + ")" : "out differs beyond bf16 tolerance", us,
+  report(tensor_cores ? "prefill_attention (mma)" : "prefill_attention", shape, ok, rc ? "refused or failed to launch (rc " + std::to_string(rc) + ")" : "out differs beyond bf16 tolerance", us,
          bytes, copy_bw);
   if (ok) std::printf("%-28s %-34s       %9.2f TFLOP/s (4 D Hq x %.0f query-key pairs)\n", "", "", 4.0 * D * Hq * pairs / (us * 1e-6) / 1e12, pairs);
 }
@@ -431,18 +433,30 @@ int main() {
   bench_mla(timer, copy_bw, prop.multiProcessorCount, 8, 3000, 16, 64, true);
   bench_mla(timer, copy_bw, prop.multiProcessorCount, 5, 20000, 40, 64, true);
   bench_mla(timer, copy_bw, prop.multiProcessorCount, 4, 1000, 8, 16, true);
-  // data/tasks/vllm_varlen_prefill_attention and vllm_unified_paged_attention shapes, and longer prompts
-  bench_prefill(timer, copy_bw, "varlen_4seqs_T1280", {640, 384, 200, 56}, {640, 384, 200, 56}, 32, 8, 128, true, 0);
-  bench_prefill(timer, copy_bw, "varlen_6seqs_T1039", {512, 300, 129, 64, 33, 1}, {512, 300, 129, 64, 33, 1}, 28, 4, 128, true, 0);
-  bench_prefill(timer, copy_bw, "varlen_3seqs_T741", {384, 257, 100}, {384, 257, 100}, 8, 1, 256, true, 0);
-  bench_prefill(timer, copy_bw, "chunks_after_prefix", {256, 128, 96}, {1280, 640, 96}, 32, 8, 128, true, 0);
-  bench_prefill(timer, copy_bw, "encoder_4seqs", {512, 256, 128, 77}, {512, 256, 128, 77}, 12, 12, 64, false, 0);
-  bench_prefill(timer, copy_bw, "varlen_8x2048", std::vector<int>(8, 2048), std::vector<int>(8, 2048), 32, 8, 128, true, 0);
-  bench_prefill(timer, copy_bw, "varlen_1x8192", {8192}, {8192}, 32, 8, 128, true, 0);
-  bench_prefill(timer, copy_bw, "unified_mixed_8seqs", {1, 1, 1, 1, 128, 37, 1, 256}, {513, 1024, 77, 300, 128, 500, 2000, 1280}, 32, 8, 128, true, 16);
-  bench_prefill(timer, copy_bw, "unified_decode_heavy_16seqs", {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 200, 64},
-                {1500, 900, 33, 4000, 16, 17, 640, 2048, 1, 700, 1200, 380, 95, 3000, 200, 1100}, 28, 4, 128, true, 16);
-  bench_prefill(timer, copy_bw, "unified_tp8_chunked_4seqs", {512, 1, 1, 64}, {2048, 4000, 1500, 64}, 8, 1, 128, true, 32);
-  bench_prefill(timer, copy_bw, "unified_chunks_2048_of_8192", {2048, 2048}, {8192, 4096}, 32, 8, 128, true, 16);
+  // data/tasks/vllm_varlen_prefill_attention and vllm_unified_paged_attention shapes, and longer prompts;
+  // each on the CUDA-core V0, then on the tensor-core kernel.
+  struct PrefillShape {
+    const char* name;
+    std::vector<int> qlens, klens;
+    long long Hq, Hkv, D;
+    bool causal;
+    long long P;
+  };
+  const std::vector<PrefillShape> prefill_shapes = {
+      {"varlen_4seqs_T1280", {640, 384, 200, 56}, {640, 384, 200, 56}, 32, 8, 128, true, 0},
+      {"varlen_6seqs_T1039", {512, 300, 129, 64, 33, 1}, {512, 300, 129, 64, 33, 1}, 28, 4, 128, true, 0},
+      {"varlen_3seqs_T741", {384, 257, 100}, {384, 257, 100}, 8, 1, 256, true, 0},
+      {"chunks_after_prefix", {256, 128, 96}, {1280, 640, 96}, 32, 8, 128, true, 0},
+      {"encoder_4seqs", {512, 256, 128, 77}, {512, 256, 128, 77}, 12, 12, 64, false, 0},
+      {"varlen_8x2048", std::vector<int>(8, 2048), std::vector<int>(8, 2048), 32, 8, 128, true, 0},
+      {"varlen_1x8192", {8192}, {8192}, 32, 8, 128, true, 0},
+      {"unified_mixed_8seqs", {1, 1, 1, 1, 128, 37, 1, 256}, {513, 1024, 77, 300, 128, 500, 2000, 1280}, 32, 8, 128, true, 16},
+      {"unified_decode_heavy_16seqs", {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 200, 64},
+       {1500, 900, 33, 4000, 16, 17, 640, 2048, 1, 700, 1200, 380, 95, 3000, 200, 1100}, 28, 4, 128, true, 16},
+      {"unified_tp8_chunked_4seqs", {512, 1, 1, 64}, {2048, 4000, 1500, 64}, 8, 1, 128, true, 32},
+      {"unified_chunks_2048_of_8192", {2048, 2048}, {8192, 4096}, 32, 8, 128, true, 16},
+  };
+  for (const auto& ps : prefill_shapes)
+    for (bool tc : {false, true}) bench_prefill(timer, copy_bw, ps.name, ps.qlens, ps.klens, ps.Hq, ps.Hkv, ps.D, ps.causal, ps.P, tc);
   return 0;
 }

@@ -2,8 +2,9 @@
 // build and run with run.sh) against the fp64 CPU twin (planner/twin/cpu_reference.cpp) on the same
 // inputs: packed and paged layouts, causal and not, GQA and MQA, D 64/128/256, sequences of one
 // query, empty ones, more queries than keys (rows that see no key: zeros), prefixes before a chunk,
-// pages of 16 and of 5 tokens, bf16 and fp32, and the sizes the launcher must refuse. Exits 1 when a
-// case fails.
+// pages of 16 and of 5 tokens, bf16 and fp32, and the sizes the launcher must refuse. Built with
+// -DKWIKI_PREFILL_TENSOR_CORES=1 the bf16 cases of D 64 and 128 run the tensor-core kernel (mma and
+// ldmatrix emulated by compat_host.hpp). Exits 1 when a case fails.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -142,9 +143,10 @@ int main() {
     prefill_case<kwiki_bf16>("packed more queries than keys " + c, {40, 6}, {10, 0}, 2, 1, 64, causal, 0);
     prefill_case<kwiki_bf16>("paged P16 mixed " + c, {1, 37, 1, 64}, {50, 100, 16, 64}, 4, 1, 128, causal, 16);
     prefill_case<kwiki_bf16>("paged P5 D64 " + c, {3, 1, 12}, {23, 7, 12}, 2, 2, 64, causal, 5, 40);
+    prefill_case<kwiki_bf16>("packed D64 two query tiles " + c, {150, 65}, {200, 65}, 2, 1, 64, causal, 0);
     prefill_case<float>("packed f32 D128 " + c, {35, 3}, {35, 8}, 2, 1, 128, causal, 0);
     prefill_case<float>("paged f32 D256 " + c, {9, 1}, {30, 17}, 2, 1, 256, causal, 16);
   }
-  std::printf("%d of %d prefill cases pass (warp %d)\n", cases - failures, cases, EMU_WARP);
+  std::printf("%d of %d prefill cases pass (warp %d, tensor cores %d)\n", cases - failures, cases, EMU_WARP, KWIKI_PREFILL_TENSOR_CORES);
   return failures ? 1 : 0;
 }

@@ -19,7 +19,10 @@ for warp in 32 64; do
   "$cxx" -std=c++20 -O2 -pthread -DEMU_WARP=$warp -I "$work" "$here/serving_emulation.cpp" -o "$work/emu$warp"
   "$work/emu$warp"
 done
-# prefill_attention against the fp64 twin (no warp-level code: one build).
+# prefill_attention against the fp64 twin: the CUDA-core kernel, then the tensor-core one (32-lane warps).
 twin="$here/../../../planner/twin"
-"$cxx" -std=c++20 -O2 -pthread -I "$work" -I "$twin" "$here/prefill_emulation.cpp" "$twin/cpu_reference.cpp" -o "$work/prefill"
-"$work/prefill"
+for tc in 0 1; do
+  "$cxx" -std=c++20 -O2 -pthread -DKWIKI_PREFILL_TENSOR_CORES=$tc -I "$work" -I "$twin" "$here/prefill_emulation.cpp" "$twin/cpu_reference.cpp" \
+    -o "$work/prefill$tc"
+  "$work/prefill$tc"
+done
