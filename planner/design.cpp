@@ -335,6 +335,31 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     add("roofline", "2MNK matrix FLOPs against the fp8 dense peak (twice the bf16 peak on Hopper and CDNA3); small M is bound by reading B "
                     "(N x K bytes)",
         acc_rec);
+  } else if (pattern == "prefill_attention") {
+    d.template_name = amd ? "prefill_attention_hip" : "prefill_attention_cuda";
+    const std::string fa2_rec = wiki.ask("FlashAttention-2", "varlen prefill attention flash attention 2 online softmax tiles cu_seqlens packed sequences");
+    const std::string gqa_rec = wiki.ask("GQA", "GQA prefill attention query heads share a KV head");
+    const std::string page_rec = wiki.ask("paging", "paged attention block table page gather vectorized loads");
+    add("mapping", "one block of 128 threads per (tile of 32 query rows, query head, sequence) on one linear grid, the longest tiles of a causal "
+                   "sequence first; the grid covers max_seqlen_q rows a sequence, tiles past a sequence's end return at once",
+        fa2_rec);
+    add("loop", "FlashAttention-2 order: the query tile stays in " + t.onchip_name + ", K/V tiles of 4096 / D keys (16-bit) stream through " +
+                    t.onchip_name + " in 16-byte chunks (rows padded by 16 bytes); causal tiles stop at the tile's last visible key",
+        fa2_rec);
+    add("layouts", "packed: sequence b's keys are rows cu_seqlens_k[b] .. cu_seqlens_k[b+1] of [Tk, Hkv, D]; paged (unified): its seq_lens[b] "
+                   "context tokens through block_tables into [NB, P, Hkv, D]; the queries are the last q_len tokens (causal mask aligned to the end)",
+        page_rec);
+    add("GQA", "query head h reads KV head h / (Hq / Hkv); the query heads of one KV head are neighbouring blocks, so their K/V tiles meet in L2",
+        gqa_rec);
+    add("products", std::string("four threads a query row: each scores a quarter of the tile's keys (fp32 dot products) and accumulates a quarter of "
+                                "the row's D outputs; ") + (amd ? "vector ALUs in V0 (an MFMA path is the next version)"
+                                                                : "CUDA cores in V0 (a tensor-core kernel, mma.sync for both products "
+                                                                  "with P reused from the accumulators, is written but not yet run on a GPU, so "
+                                                                  "off; KWIKI_PREFILL_TENSOR_CORES=1 at compile time turns it on)"),
+        amd ? fa2_rec : wiki.ask("tensor cores", "flash attention prefill tensor cores mma wgmma"));
+    add("softmax", "online softmax in fp32 (exp2 of scale x log2(e) scores, running max and sum per row), one rounding at the store; a row that "
+                   "sees no key stores zeros",
+        wiki.ask("numerics", "online softmax fp32 running max rescale accumulator flash attention"));
   } else if (pattern == "generated") {
     // The generator's kernels: the skeleton follows from the IR (plans/kernel_ir.json).
     d.template_name = std::string("generated_") + t.framework;
@@ -384,6 +409,7 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
                       "the largest shape of the task (grid and register limits)"};
   if (pattern == "paged_decode_attention" || pattern == "paged_decode_attention_vllm" || pattern == "mla_decode") d.boundary_cases.push_back("a context length that is not a multiple of the page size; a sequence shorter than one split");
   if (pattern == "fused_moe") d.boundary_cases.push_back("one token (decode); experts with no token; every token on one expert; an id outside [0, E)");
+  if (pattern == "prefill_attention") d.boundary_cases.push_back("a sequence of one query (decode) beside long prefill chunks; a sequence length that is not a multiple of the 32-row tile; a context not a multiple of the page size");
   const std::string time_rec = wiki.ask("timing", "time kernels with events warm-up median p10 p90");
   const std::string flush_rec = wiki.ask("L2 flush", "flush L2 between timed repetitions buffer twice the cache");
   const std::string graph_rec = wiki.ask("launch floor", "launch overhead tiny kernels cuda graphs replay");

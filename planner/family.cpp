@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 namespace kwiki::detail {
 
@@ -218,6 +219,51 @@ std::optional<WorkCounts> fp8_block_gemm_work(const WorkInput& in) {
   return w;
 }
 
+// A list of sizes from the shape's kwargs (per-sequence lengths), or nullopt.
+std::optional<std::vector<double>> list_kwarg(const WorkInput& in, const char* name) {
+  for (const auto* kwargs : {&in.shape.input_kwargs, &in.shape.init_kwargs}) {
+    if (!kwargs->is_object() || !kwargs->contains(name) || !(*kwargs)[name].is_array()) continue;
+    std::vector<double> out;
+    for (const auto& v : (*kwargs)[name]) {
+      if (!v.is_number()) return std::nullopt;
+      out.push_back(v.get<double>());
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+std::optional<WorkCounts> prefill_attention_work(const WorkInput& in) {
+  const auto hq = in.dim("num_q_heads"), hkv = in.dim("num_kv_heads"), d = in.dim("head_size");
+  auto lq = list_kwarg(in, "query_lens");
+  if (!lq) lq = list_kwarg(in, "seq_lens");
+  auto lk = list_kwarg(in, "context_lens");
+  if (!lk) lk = lq;
+  if (!hq || !hkv || !d || !lq || !lk || lq->size() != lk->size()) return std::nullopt;
+  bool causal = true;
+  for (const auto* kwargs : {&in.shape.input_kwargs, &in.shape.init_kwargs})
+    if (kwargs->is_object() && kwargs->contains("causal") && (*kwargs)["causal"].is_boolean()) causal = (*kwargs)["causal"].get<bool>();
+  double pairs = 0, tq = 0, tk = 0;
+  for (std::size_t b = 0; b < lq->size(); ++b) {
+    const double q = (*lq)[b], k = (*lk)[b];
+    tq += q;
+    tk += k;
+    // Causal, aligned to the end: query i sees min(k, i + k - q + 1) keys.
+    if (!causal) pairs += q * k;
+    else
+      for (double i = 0; i < q; ++i) pairs += std::max(0.0, std::min(k, i + k - q + 1));
+  }
+  const double e = in.element_bytes;
+  WorkCounts w;
+  w.bytes_read = tq * *hq * *d * e + 2 * tk * *hkv * *d * e + 8 * static_cast<double>(lq->size());
+  w.bytes_written = tq * *hq * *d * e;
+  w.matrix_flops = 4 * pairs * *hq * *d;  // QK^T and PV over the (query, key) pairs each mask keeps
+  w.vector_flops = 5 * pairs * *hq;
+  w.basis = std::string("q [Tq,Hq,D] and each sequence's K/V rows (once per KV head: GQA) read, out written; 4*D*Hq per (query, key) pair ") +
+            (causal ? "under the causal mask aligned to the end" : "(no mask)");
+  return w;
+}
+
 }  // namespace
 
 const FamilyRow kFamilies[] = {
@@ -266,6 +312,12 @@ const FamilyRow kFamilies[] = {
      "A[M,K] (fp8 bytes), B[N,K] (fp8 bytes), As[M,K/128] (fp32), Bs[N/128,K/128] (fp32), out[M,N]; M, N, K, BN, BK (128 x 128 only); "
      "fnuz (0 e4m3fn, 1 e4m3fnuz)",
      "", fp8_block_gemm_work},
+    // Prefill attention (issue 20, family 1): packed varlen sequences or the paged unified form.
+    {"prefill_attention", "varlen_attention flash_attn_varlen_func flash_attn_varlen unified_attention context_attention prefill",
+     "prefill_attention",
+     "q[Tq,Hq,D], k, v (layout 0: [Tk,Hkv,D]; layout 1: [NB,P,Hkv,D]), cu_seqlens_q[B+1], kv_lens (cu_seqlens_k[B+1] or seq_lens[B]), out[Tq,Hq,D], "
+     "block_tables[B,MB] or null; B, Hq, Hkv, D, Tq, Tk, max_seqlen_q, causal, layout, P, MB; scale",
+     "block_tables", prefill_attention_work},
     // The generator (planner/generator/): any pointwise/reduction graph it lowers to its kernel IR,
     // proven by the IR's own CPU twin; its launcher takes the IR's buffers, size slots and floats.
     // Last: a hand-written family that is proven keeps its task.
@@ -273,7 +325,7 @@ const FamilyRow kFamilies[] = {
      "", nullptr},
 };
 const std::size_t kFamilyCount = sizeof(kFamilies) / sizeof(kFamilies[0]);
-static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == 17, "a new family is a row here and its files (family.hpp says which)");
+static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == 18, "a new family is a row here and its files (family.hpp says which)");
 
 const FamilyRow* find_family(std::string_view name) {
   for (std::size_t i = 0; i < kFamilyCount; ++i) {

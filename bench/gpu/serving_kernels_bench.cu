@@ -1,5 +1,5 @@
 // serving_kernels_bench.cu: the serving families of issue 20 (kv_cache_write, topk_filter,
-// paged_decode_attention_vllm, mla_decode, fused_moe) at their tasks' shapes on one GPU:
+// paged_decode_attention_vllm, mla_decode, fused_moe, fp8_block_gemm, prefill_attention) at their tasks' shapes on one GPU:
 //  1. correctness first: each shape's output against a CPU computation on the same inputs (the
 //     cache write and the filter exactly, every element; the attentions in fp64 on the first and
 //     last sequence, or on every sequence of the "ragged" rows (lengths that end inside a page,
@@ -17,11 +17,13 @@
 // The decode families' and fused_moe's tensor-core paths are off in V0 until checked on a GPU; the
 // bench runs them (build with -DKWIKI_DECODE_TENSOR_CORES=0 / -DKWIKI_MOE_TENSOR_CORES=0 to time the
 // CUDA-core kernels instead).
+// prefill_attention runs both of its kernels at each shape (launch_path), whatever KWIKI_PREFILL_TENSOR_CORES says.
 #ifndef KWIKI_DECODE_TENSOR_CORES
 #define KWIKI_DECODE_TENSOR_CORES 1
 #endif
 #ifndef KWIKI_MOE_TENSOR_CORES
 #define KWIKI_MOE_TENSOR_CORES 1  // fused_moe's mma.sync GEMMs, likewise off in V0 until this bench checks them
+#endif
 // fp8_block_gemm (issue 20, family 4): its tensor-core kernel is off in V0 as well; the bench turns it
 // on and times the CUDA-core kernel beside it.
 #ifndef KWIKI_FP8_GEMM_TENSOR_CORES
@@ -43,6 +45,7 @@
 #include "kv_cache_write.cuh"
 #include "mla_decode.cuh"
 #include "paged_decode_attention_vllm.cuh"
+#include "prefill_attention.cuh"
 #include "topk_filter.cuh"
 #include "fused_moe.cuh"
 #include "fp8_block_gemm.cuh"
@@ -458,6 +461,88 @@ void bench_fp8_block_gemm(kwiki_bench::FlushedTimer& timer, double copy_bw, long
   }
 }
 
+// prefill_attention: packed (P = 0) or paged sequences; query i of sequence b (lq queries, lk keys)
+// sees keys j <= i + lk - lq when causal. Checked in fp64 on every 13th query row (every lq / 64th
+// in long sequences) and each sequence's last row, all heads; the rate is the FLOPs of the pairs the mask keeps (4 D Hq each)
+// against the time, beside the bytes' share of the copy bandwidth. Each shape runs the CUDA-core V0
+// and the tensor-core kernel (launch_path; D 256 has none and runs the V0 twice).
+void bench_prefill(kwiki_bench::FlushedTimer& timer, double copy_bw, const std::string& name, const std::vector<int>& qlens,
+                   const std::vector<int>& klens, long long Hq, long long Hkv, long long D, bool causal, long long P, bool tensor_cores) {
+  std::mt19937 g(5);
+  const long long B = static_cast<long long>(qlens.size());
+  std::vector<int> cu_q(B + 1, 0), kv, tables;
+  for (long long b = 0; b < B; ++b) cu_q[b + 1] = cu_q[b] + qlens[b];
+  const long long Tq = cu_q[B];
+  long long Tk = 0, MB = 1, max_q = 0;
+  for (int n : qlens) max_q = std::max<long long>(max_q, n);
+  std::vector<std::vector<long long>> rows(B);  // k/v row of each key of each sequence
+  if (P == 0) {
+    kv.assign(B + 1, 0);
+    for (long long b = 0; b < B; ++b) {
+      kv[b + 1] = kv[b] + klens[b];
+      for (int j = 0; j < klens[b]; ++j) rows[b].push_back(kv[b] + j);
+    }
+    Tk = kv[B];
+  } else {
+    kv = klens;
+    long long pages = 0;
+    for (int n : klens) MB = std::max(MB, (n + P - 1) / P), pages += (n + P - 1) / P;
+    std::vector<int> order(pages);
+    for (long long i = 0; i < pages; ++i) order[i] = static_cast<int>(i);
+    std::shuffle(order.begin(), order.end(), g);
+    tables.assign(B * MB, 0);
+    long long next = 0;
+    for (long long b = 0; b < B; ++b) {
+      for (long long p = 0; p < (klens[b] + P - 1) / P; ++p) tables[b * MB + p] = order[next++];
+      for (int j = 0; j < klens[b]; ++j) rows[b].push_back(static_cast<long long>(tables[b * MB + j / P]) * P + j % P);
+    }
+    Tk = pages * P;
+  }
+  const auto q = random_bf16(Tq * Hq * D, g, 0.5f), k = random_bf16(Tk * Hkv * D, g, 0.5f), v = random_bf16(Tk * Hkv * D, g);
+  Dev<bf16> dq(Tq * Hq * D), dk(Tk * Hkv * D), dv(Tk * Hkv * D), dout(Tq * Hq * D);
+  Dev<int> dcu(B + 1), dkv(kv.size()), dt(std::max<size_t>(1, tables.size()));
+  dq.put(q), dk.put(k), dv.put(v), dcu.put(cu_q), dkv.put(kv);
+  if (P) dt.put(tables);
+  dout.put(std::vector<uint16_t>(Tq * Hq * D, 0x7fc0));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  int rc = 0;
+  auto run = [&] {
+    rc = kwiki_prefill_attention::launch_path<bf16>(dq.p, dk.p, dv.p, dcu.p, dkv.p, dout.p, P ? dt.p : nullptr, B, Hq, Hkv, D, Tq, Tk, max_q,
+                                                    causal ? 1 : 0, P ? 1 : 0, P ? P : 0, MB, static_cast<float>(scale), tensor_cores, nullptr);
+  };
+  run();
+  KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto out = dout.get<uint16_t>();
+  bool ok = rc == 0;
+  double pairs = 0;
+  for (long long b = 0; b < B; ++b) {
+    const long long lq = qlens[b], lk = klens[b], stride = std::max(13ll, lq / 64);
+    for (long long i = 0; i < lq; ++i) {
+      const long long seen = causal ? std::max(0ll, std::min(lk, i + lk - lq + 1)) : lk;
+      pairs += static_cast<double>(seen);
+      if (!ok || (i % stride != 0 && i != lq - 1)) continue;
+      for (long long h = 0; h < Hq && ok; ++h) {
+        const long long kvh = h / (Hq / Hkv), qrow = cu_q[b] + i;
+        std::vector<double> want(D, 0.0);
+        if (seen > 0)
+          want = attend(q, (qrow * Hq + h) * D, D, D, seen, scale,
+                        [&](long long t, long long d) { return static_cast<double>(bf2f(k[(rows[b][t] * Hkv + kvh) * D + d])); },
+                        [&](long long t, long long d) { return static_cast<double>(bf2f(v[(rows[b][t] * Hkv + kvh) * D + d])); });
+        for (long long d = 0; d < D; ++d) ok = ok && close_bf16(bf2f(out[(qrow * Hq + h) * D + d]), want[d]);
+      }
+    }
+  }
+  const double us = ok ? timer.median_us(run) : 0;
+  long long keys = 0;
+  for (int n : klens) keys += n;
+  const double bytes = 2.0 * Tq * Hq * D * 2 + 2.0 * keys * Hkv * D * 2;
+  const std::string shape = name + "_Hq" + std::to_string(Hq) + "_Hkv" + std::to_string(Hkv) + "_D" + std::to_string(D) + (causal ? "_causal" : "") +
+                            (P ? "_P" + std::to_string(P) : "");
+  report(tensor_cores ? "prefill_attention (mma)" : "prefill_attention", shape, ok, rc ? "refused or failed to launch (rc " + std::to_string(rc) + ")" : "out differs beyond bf16 tolerance", us,
+         bytes, copy_bw);
+  if (ok) std::printf("%-28s %-34s       %9.2f TFLOP/s (4 D Hq x %.0f query-key pairs)\n", "", "", 4.0 * D * Hq * pairs / (us * 1e-6) / 1e12, pairs);
+}
+
 }  // namespace
 
 int main() {
@@ -516,5 +601,30 @@ int main() {
   bench_fp8_block_gemm(timer, copy_bw, 32, 32768, 512);
   bench_fp8_block_gemm(timer, copy_bw, 4096, 7168, 7168);
   bench_fp8_block_gemm(timer, copy_bw, 70, 200, 288);  // partial tiles and a last K block of 32
+  // data/tasks/vllm_varlen_prefill_attention and vllm_unified_paged_attention shapes, and longer prompts;
+  // each on the CUDA-core V0, then on the tensor-core kernel.
+  struct PrefillShape {
+    const char* name;
+    std::vector<int> qlens, klens;
+    long long Hq, Hkv, D;
+    bool causal;
+    long long P;
+  };
+  const std::vector<PrefillShape> prefill_shapes = {
+      {"varlen_4seqs_T1280", {640, 384, 200, 56}, {640, 384, 200, 56}, 32, 8, 128, true, 0},
+      {"varlen_6seqs_T1039", {512, 300, 129, 64, 33, 1}, {512, 300, 129, 64, 33, 1}, 28, 4, 128, true, 0},
+      {"varlen_3seqs_T741", {384, 257, 100}, {384, 257, 100}, 8, 1, 256, true, 0},
+      {"chunks_after_prefix", {256, 128, 96}, {1280, 640, 96}, 32, 8, 128, true, 0},
+      {"encoder_4seqs", {512, 256, 128, 77}, {512, 256, 128, 77}, 12, 12, 64, false, 0},
+      {"varlen_8x2048", std::vector<int>(8, 2048), std::vector<int>(8, 2048), 32, 8, 128, true, 0},
+      {"varlen_1x8192", {8192}, {8192}, 32, 8, 128, true, 0},
+      {"unified_mixed_8seqs", {1, 1, 1, 1, 128, 37, 1, 256}, {513, 1024, 77, 300, 128, 500, 2000, 1280}, 32, 8, 128, true, 16},
+      {"unified_decode_heavy_16seqs", {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 200, 64},
+       {1500, 900, 33, 4000, 16, 17, 640, 2048, 1, 700, 1200, 380, 95, 3000, 200, 1100}, 28, 4, 128, true, 16},
+      {"unified_tp8_chunked_4seqs", {512, 1, 1, 64}, {2048, 4000, 1500, 64}, 8, 1, 128, true, 32},
+      {"unified_chunks_2048_of_8192", {2048, 2048}, {8192, 4096}, 32, 8, 128, true, 16},
+  };
+  for (const auto& ps : prefill_shapes)
+    for (bool tc : {false, true}) bench_prefill(timer, copy_bw, ps.name, ps.qlens, ps.klens, ps.Hq, ps.Hkv, ps.D, ps.causal, ps.P, tc);
   return 0;
 }

@@ -802,6 +802,73 @@ class Fp8BlockGemm:
         b_s = get(r["Bs"]).contiguous()
         out = empty(tuple(a.shape[:-1]) + (n,), torch.bfloat16, a.device)
         return [a2, w, a_s, b_s, out], [m, n, k, self.BLOCK, self.BLOCK], [b["params"]["fnuz"]], {"out": out}
+class PrefillAttention:
+    """Prefill attention over packed variable-length sequences (layout 0: q [Tq, Hq, D], k/v [Tk, Hkv, D],
+    cu_seqlens_q and cu_seqlens_k [B + 1]) or its unified paged form (layout 1: k/v caches [NB, P, Hkv, D],
+    cu_seqlens_q [B + 1], seq_lens [B], block_tables [B, MB]); causal aligned to the end; GQA."""
+    name = "prefill_attention"
+
+    def bind(self, s):
+        t = s.tensor_inputs()
+        f3 = [(n, v) for n, v in t if is_float(v) and v.dim() == 3]
+        f4 = [(n, v) for n, v in t if is_float(v) and v.dim() == 4]
+        ones, tables = int_tensors(s, 1), int_tensors(s, 2)
+        layouts = []
+        if len(f3) == 3 and not f4 and len(ones) == 2 and not tables and len(t) == 5:
+            for qn, qv in f3:
+                kvs = [(n, v) for n, v in f3 if n != qn]
+                for (kn, k), (vn, v) in (kvs, kvs[::-1]):
+                    if k.shape == v.shape and k.shape[2] == qv.shape[2] and qv.shape[1] % k.shape[1] == 0 and ones[0][1].numel() == ones[1][1].numel():
+                        for cq, ck in (ones, ones[::-1]):
+                            layouts.append((0, qn, kn, vn, cq[0], ck[0], None))
+        elif len(f3) == 1 and len(f4) == 2 and len(ones) == 2 and len(tables) == 1 and len(t) == 6:
+            qn, qv = f3[0]
+            cu = [n for n, v in ones if v.numel() == tables[0][1].shape[0] + 1]
+            lens = [n for n, v in ones if v.numel() == tables[0][1].shape[0]]
+            (an, a), (bn, b) = f4
+            if (len(cu) == 1 and len(lens) == 1 and a.shape == b.shape and a.shape[3] == qv.shape[2] and qv.shape[1] % a.shape[2] == 0):
+                for kn, vn in ((an, bn), (bn, an)):
+                    layouts.append((1, qn, kn, vn, cu[0], lens[0], tables[0][0]))
+        if not layouts:
+            raise NoFit("does not take q [Tq, Hq, D] with k/v [Tk, Hkv, D] and cu_seqlens_q/k [B + 1] (packed), nor k/v caches "
+                        "[NB, P, Hkv, D] with cu_seqlens_q [B + 1], seq_lens [B] and block tables [B, MB] (paged)")
+        qv = dict(t)[layouts[0][1]]
+        out_name, _ = one_output(s, like=qv, dtype=qv.dtype)
+        no_other_tensors(s, [("input", n) for n, _ in t])
+        d = qv.shape[2]
+        source = scalar_source(s, lambda v: isinstance(v, bool), names=("causal", "is_causal"))
+        causals = [(None, source)] if source else [(1, None), (0, None)]
+        found = []
+        for layout, qn, kn, vn, cq, kl, bt in layouts:
+            for causal, causal_from in causals:
+                for sc in attention_scales(s, d):
+                    roles = {"q": ("input", qn), "k": ("input", kn), "v": ("input", vn), "cu_seqlens_q": ("input", cq), "kv_lens": ("input", kl)}
+                    if bt:
+                        roles["block_tables"] = ("input", bt)
+                    found.append({"roles": roles, "params": {"scale": sc, "scale_is_rsqrt_d": abs(sc - 1.0 / math.sqrt(d)) < 1e-12, "layout": layout,
+                                                             "causal": causal, "causal_from": causal_from},
+                                  "outputs": {"out": out_name}, "symbolic": ["scale"] if abs(sc - 1.0 / math.sqrt(d)) < 1e-12 else []})
+        return found
+
+    def prepare(self, b, get):
+        r, layout = b["roles"], b["params"]["layout"]
+        q, k, v = get(r["q"]).contiguous(), get(r["k"]).contiguous(), get(r["v"]).contiguous()
+        cu_q, kv_lens = get(r["cu_seqlens_q"]).to(torch.int32).contiguous(), get(r["kv_lens"]).to(torch.int32).contiguous()
+        tq, hq, d = q.shape
+        bsz = cu_q.numel() - 1
+        # The grid covers the longest sequence's queries (one read of the lengths before the launch).
+        max_q = int((cu_q[1:] - cu_q[:-1]).max()) if bsz > 0 else 0
+        if layout == 0:
+            tk, hkv = k.shape[0], k.shape[1]
+            bt, page, mb = None, 0, 0
+        else:
+            nb, page, hkv = k.shape[0], k.shape[1], k.shape[2]
+            bt = get(r["block_tables"]).to(torch.int32).contiguous()
+            tk, mb = nb * page, bt.shape[1]
+        causal = int(bool(resolve(b, "causal", get)))
+        scale = 1.0 / math.sqrt(d) if b["params"].get("scale_is_rsqrt_d") else b["params"]["scale"]
+        out = empty(q.shape, q.dtype, q.device)
+        return [q, k, v, cu_q, kv_lens, out, bt], [bsz, hq, hkv, d, tq, tk, max_q, causal, layout, page, mb], [scale], {"out": out}
 
 
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64", "fp8_e4m3fn": "float8_e4m3fn",
@@ -886,7 +953,7 @@ class Generated:
 FAMILIES = {f.name: f for f in (FusedAddRmsNorm(), RowNorm("rms_norm", False), RowNorm("layer_norm", True), RowMap("softmax", False),
                                 RowReduce(), RowMap("gelu_and_mul", True), Fp8Quant(), MoeGating(),
                                 Gemm(), PagedDecodeAttention(), KvCacheWrite(), TopkFilter(), PagedDecodeAttentionVllm(),
-                                MlaDecode(), FusedMoe(), Fp8BlockGemm(), Generated())}
+                                MlaDecode(), FusedMoe(), Fp8BlockGemm(), PrefillAttention(), Generated())}
 
 
 def launch_twin(lib, family, tensors, dims, params):

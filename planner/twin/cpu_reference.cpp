@@ -493,6 +493,78 @@ std::vector<double> fused_moe(const std::vector<float>& hidden, const std::vecto
   return out;
 }
 
+std::vector<double> prefill_attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                                      const std::vector<std::int32_t>& cu_seqlens_q, const std::vector<std::int32_t>& kv_lens,
+                                      const std::vector<std::int32_t>& block_tables, const PrefillAttentionShape& s, double scale) {
+  if (s.kv_heads == 0 || s.q_heads % s.kv_heads != 0) throw std::invalid_argument("prefill_attention: query heads must be a multiple of KV heads");
+  if (s.paged && (s.page_size == 0 || s.kv_tokens % s.page_size != 0))
+    throw std::invalid_argument("prefill_attention: the paged caches hold whole pages (Tk = NB * P)");
+  const std::size_t D = s.head_size, row_q = s.q_heads * D, row_k = s.kv_heads * D;
+  expect_size("prefill_attention q", q.size(), s.q_tokens * row_q);
+  expect_size("prefill_attention k", k.size(), s.kv_tokens * row_k);
+  expect_size("prefill_attention v", v.size(), s.kv_tokens * row_k);
+  expect_size("prefill_attention cu_seqlens_q", cu_seqlens_q.size(), s.batch + 1);
+  expect_size("prefill_attention kv_lens", kv_lens.size(), s.paged ? s.batch : s.batch + 1);
+  if (s.paged) expect_size("prefill_attention block_tables", block_tables.size(), s.batch * s.max_pages);
+  if (cu_seqlens_q[0] != 0 || static_cast<std::size_t>(cu_seqlens_q[s.batch]) != s.q_tokens)
+    throw std::invalid_argument("prefill_attention: cu_seqlens_q must run from 0 to Tq = " + std::to_string(s.q_tokens));
+  const std::size_t group = s.q_heads / s.kv_heads;
+  std::vector<double> out(s.q_tokens * row_q, 0.0);
+  std::vector<std::size_t> rows;  // k/v row of each key of the sequence
+  std::vector<double> w;
+  for (std::size_t b = 0; b < s.batch; ++b) {
+    const std::int32_t q0 = cu_seqlens_q[b], q1 = cu_seqlens_q[b + 1];
+    if (q1 < q0) throw std::invalid_argument("prefill_attention: cu_seqlens_q decreases at sequence " + std::to_string(b));
+    const std::size_t lq = static_cast<std::size_t>(q1 - q0);
+    if (lq > s.max_seqlen_q)
+      throw std::invalid_argument("prefill_attention: sequence " + std::to_string(b) + " has " + std::to_string(lq) + " queries, past max_seqlen_q");
+    rows.clear();
+    if (!s.paged) {
+      const std::int32_t k0 = kv_lens[b], k1 = kv_lens[b + 1];
+      if (k0 < 0 || k1 < k0 || static_cast<std::size_t>(k1) > s.kv_tokens)
+        throw std::invalid_argument("prefill_attention: cu_seqlens_k of sequence " + std::to_string(b) + " leaves k/v");
+      for (std::int32_t j = k0; j < k1; ++j) rows.push_back(static_cast<std::size_t>(j));
+    } else {
+      const std::int32_t len = kv_lens[b];
+      if (len < 0 || static_cast<std::size_t>(len) > s.max_pages * s.page_size)
+        throw std::invalid_argument("prefill_attention: seq_lens of sequence " + std::to_string(b) + " is outside [0, MB * P]");
+      for (std::int32_t t = 0; t < len; ++t) {
+        const std::int32_t page = block_tables[b * s.max_pages + static_cast<std::size_t>(t) / s.page_size];
+        if (page < 0 || static_cast<std::size_t>(page) >= s.kv_tokens / s.page_size)
+          throw std::invalid_argument("prefill_attention: page " + std::to_string(page) + " of sequence " + std::to_string(b) + " is outside the cache");
+        rows.push_back(static_cast<std::size_t>(page) * s.page_size + static_cast<std::size_t>(t) % s.page_size);
+      }
+    }
+    const long long lk = static_cast<long long>(rows.size());
+    for (std::size_t i = 0; i < lq; ++i) {
+      // Causal, aligned to the end: query i is token i + lk - lq of the sequence.
+      const long long seen_ll = s.causal ? std::min(lk, static_cast<long long>(i) + lk - static_cast<long long>(lq) + 1) : lk;
+      const std::size_t seen = seen_ll < 0 ? 0 : static_cast<std::size_t>(seen_ll);
+      for (std::size_t h = 0; h < s.q_heads; ++h) {
+        const float* qi = q.data() + (static_cast<std::size_t>(q0) + i) * row_q + h * D;
+        const std::size_t kvh = h / group;
+        w.assign(seen, 0.0);
+        double mx = -std::numeric_limits<double>::infinity();
+        for (std::size_t j = 0; j < seen; ++j) {
+          const float* kj = k.data() + rows[j] * row_k + kvh * D;
+          double dot = 0.0;
+          for (std::size_t d = 0; d < D; ++d) dot += static_cast<double>(qi[d]) * kj[d];
+          w[j] = dot * scale;
+          mx = std::max(mx, w[j]);
+        }
+        double sum = 0.0;
+        for (std::size_t j = 0; j < seen; ++j) sum += (w[j] = std::exp(w[j] - mx));
+        double* oi = out.data() + (static_cast<std::size_t>(q0) + i) * row_q + h * D;
+        for (std::size_t j = 0; j < seen; ++j) {
+          const float* vj = v.data() + rows[j] * row_k + kvh * D;
+          for (std::size_t d = 0; d < D; ++d) oi[d] += w[j] / sum * vj[d];
+        }
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<double> fp8_block_gemm(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& a_scales,
                                    const std::vector<float>& b_scales, const Fp8BlockGemmShape& s) {
   if (s.block_n == 0 || s.block_k == 0) throw std::invalid_argument("fp8_block_gemm: block sizes must be positive");

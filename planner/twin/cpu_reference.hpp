@@ -244,6 +244,33 @@ struct Fp8BlockGemmShape {
 /// [ceil(N / block_n), ceil(K / block_k)]. Throws std::invalid_argument for sizes that disagree.
 std::vector<double> fp8_block_gemm(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& a_scales,
                                    const std::vector<float>& b_scales, const Fp8BlockGemmShape& shape);
+/// Sizes of prefill attention over packed variable-length sequences (flash_attn_varlen_func), or
+/// of its unified paged form (vLLM unified attention: K/V read through a block table).
+struct PrefillAttentionShape {
+  std::size_t batch = 0;         ///< B: sequences
+  std::size_t q_heads = 0;       ///< Hq
+  std::size_t kv_heads = 0;      ///< Hkv (divides Hq)
+  std::size_t head_size = 0;     ///< D
+  std::size_t q_tokens = 0;      ///< Tq: rows of q and out [Tq, Hq, D]
+  std::size_t kv_tokens = 0;     ///< Tk: rows of k/v [Tk, Hkv, D] (packed), NB * P (paged)
+  std::size_t max_seqlen_q = 0;  ///< the longest sequence's query rows may not exceed it
+  bool causal = false;           ///< mask aligned to the end: query i of lq sees keys j <= i + lk - lq
+  bool paged = false;            ///< k/v caches [NB, P, Hkv, D] read through block_tables[B, MB]
+  std::size_t page_size = 0;     ///< P (paged)
+  std::size_t max_pages = 0;     ///< MB (paged)
+};
+
+/// out[i, h, :] = sum_j softmax_j(scale * q[i, h] . k_j) v_j over the keys query i sees, query
+/// head h reading KV head h / (Hq / Hkv). Sequence b's queries are rows cu_seqlens_q[b] ..
+/// cu_seqlens_q[b + 1]; its keys are rows kv_lens[b] .. kv_lens[b + 1] of k/v (packed: kv_lens is
+/// cu_seqlens_k, B + 1 entries), or its kv_lens[b] context tokens through block_tables (paged:
+/// seq_lens, B entries; token t in page block_tables[b, t / P], slot t % P). A query that sees no
+/// key gets zeros. Throws std::invalid_argument where cu_seqlens_q does not cover [0, Tq) in
+/// order, a sequence has more than max_seqlen_q queries, key offsets leave k/v, or a page id
+/// leaves the cache.
+std::vector<double> prefill_attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                                      const std::vector<std::int32_t>& cu_seqlens_q, const std::vector<std::int32_t>& kv_lens,
+                                      const std::vector<std::int32_t>& block_tables, const PrefillAttentionShape& shape, double scale);
 
 // ---------------------------------------------------------------------------------------------
 // Cross-lane reductions, emulated

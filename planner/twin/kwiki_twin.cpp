@@ -356,6 +356,30 @@ void fp8_block_gemm(const Args& a) {  // A[M,K] fp8, B[N,K] fp8, As, Bs (fp32), 
   a.store(4, ref::fp8_block_gemm(values(0, s.m * s.k), values(1, s.n * s.k), a.floats(2, s.m * kb), a.floats(3, nb * kb), s));
 }
 
+// q, k, v, cu_seqlens_q, kv_lens (cu_seqlens_k or seq_lens), out, block_tables or null;
+// B, Hq, Hkv, D, Tq, Tk, max_seqlen_q, causal, layout, P, MB; scale
+void prefill_attention(const Args& a) {
+  a.expect(7, 11, 1);
+  ref::PrefillAttentionShape s;
+  s.batch = a.dim(0);
+  s.q_heads = a.dim(1);
+  s.kv_heads = a.dim(2);
+  s.head_size = a.dim(3);
+  s.q_tokens = a.dim(4);
+  s.kv_tokens = a.dim(5);
+  s.max_seqlen_q = a.dim(6);
+  if (a.dim(7) > 1 || a.dim(8) > 1) throw std::invalid_argument("causal and layout must be 0 or 1");
+  s.causal = a.dim(7) == 1;
+  s.paged = a.dim(8) == 1;
+  s.page_size = s.paged ? a.dim(9) : 0;
+  s.max_pages = s.paged ? a.dim(10) : 0;
+  if (s.kv_heads == 0 || s.q_heads % s.kv_heads != 0) throw std::invalid_argument("query heads must be a multiple of KV heads");
+  const std::size_t kv = s.kv_tokens * s.kv_heads * s.head_size;
+  const auto tables = s.paged ? a.ints(6, s.batch * s.max_pages) : std::vector<std::int32_t>();
+  a.store(5, ref::prefill_attention(a.floats(0, s.q_tokens * s.q_heads * s.head_size), a.floats(1, kv), a.floats(2, kv), a.ints(3, s.batch + 1),
+                                    a.ints(4, s.paged ? s.batch : s.batch + 1), tables, s, a.param(0)));
+}
+
 struct TwinRow {
   const char* family;
   void (*run)(const Args&);
@@ -379,6 +403,7 @@ const TwinRow kTwins[] = {
     {"mla_decode", mla_decode},
     {"fused_moe", fused_moe},
     {"fp8_block_gemm", fp8_block_gemm},
+    {"prefill_attention", prefill_attention},
 };
 
 void say(char* error, int size, const std::string& text) {

@@ -28,7 +28,8 @@ int kwiki_twin_abi_version(void);
 
 /** Runs the twin of `family` (rms_norm, fused_add_rms_norm, layer_norm, softmax, row_reduce,
  *  gelu_and_mul, fp8_quant, moe_gating, gemm, paged_decode_attention, kv_cache_write (which
- *  writes its caches in place), topk_filter, paged_decode_attention_vllm, mla_decode, fused_moe) on
+ *  writes its caches in place), topk_filter, paged_decode_attention_vllm, mla_decode, fused_moe,
+ *  fp8_block_gemm, prefill_attention) on
  *  contiguous host tensors in the family's launcher order, each of element type dtypes[i]
  *  (a null tensor, such as gemm's absent bias, has any dtype). Returns 0, or -1 with a
  *  NUL-terminated reason in error[0..error_size) for arguments it cannot serve. */

@@ -3,8 +3,8 @@
 // __shared__ a function static (one block runs at a time), warp shuffles through a per-warp
 // exchange and barrier, shared atomics std::atomic_ref. run.sh copies it in as kwiki_compat.cuh
 // beside copies of the templates whose <<<grid, block, 0, stream>>> launches it rewrites to
-// kwiki_emu::launch. Only what kv_cache_write.cuh and topk_filter.cuh use is here; EMU_WARP is
-// the warp width (32 or 64).
+// kwiki_emu::launch. Only what kv_cache_write.cuh, topk_filter.cuh and prefill_attention.cuh use
+// is here; EMU_WARP is the warp width (32 or 64).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -28,7 +28,7 @@
 #define KWIKI_DEVICE inline
 #define KWIKI_HOST_DEVICE inline
 #define KWIKI_EXPORT extern "C"
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 #define __host__
@@ -160,3 +160,81 @@ inline int multiprocessor_count() { return 4; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 using std::min;
+// prefill_attention.cuh: uint4 construction and the fp32 chunk loads and stores.
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+namespace kwiki {
+template <int W, typename T>
+inline void load_f32(const T* p, float (&out)[W]) {
+  for (int j = 0; j < W; ++j) out[j] = kwiki_to_float(p[j]);
+}
+template <int W, typename T>
+inline void store_f32(T* p, const float (&in)[W]) {
+  for (int j = 0; j < W; ++j) p[j] = kwiki_from_float<T>(in[j]);
+}
+}  // namespace kwiki
+
+// prefill_attention.cuh's tensor-core path: its mma.sync m16n8k16 (bf16, fp32 accumulators) and
+// ldmatrix.x4.trans emulated per warp from the PTX ISA's fragment layouts (each lane posts its
+// operands, the warp meets at a barrier, each lane computes its own results), and float shuffles.
+#define KWIKI_HOST_EMULATION 1
+inline float kwiki_shfl_xor(float v, int lane_mask) {
+  const unsigned lane = threadIdx.x % EMU_WARP, warp = threadIdx.x / EMU_WARP;
+  auto& b = kwiki_emu::block;
+  b.exchange[warp * EMU_WARP + lane] = __float_as_uint(v);
+  b.warp[warp]->arrive_and_wait();
+  const unsigned r = b.exchange[warp * EMU_WARP + (lane ^ static_cast<unsigned>(lane_mask))];
+  b.warp[warp]->arrive_and_wait();
+  return __uint_as_float(r);
+}
+namespace kwiki_emu {
+inline std::vector<unsigned> mma_posts(1024 * 6);
+inline std::vector<const void*> ldsm_posts(1024);
+/// Element `half` (0 low, 1 high) of a packed pair of bf16 values, as fp32.
+inline float bf16_of(unsigned word, int half) { return __uint_as_float(half ? (word & 0xffff0000u) : (word << 16)); }
+/// c += A(16x16, row) B(16x8, col): lane l = 4 g + t holds A rows g, g + 8 and columns 2t, 2t + 1
+/// (+ 8), B column g and rows 2t, 2t + 1 (+ 8), and C rows g, g + 8, columns 2t, 2t + 1.
+inline void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  static_assert(EMU_WARP == 32, "mma.sync is a 32-lane operation");
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, base = warp * 32;
+  unsigned* post = mma_posts.data() + threadIdx.x * 6;
+  for (int i = 0; i < 4; ++i) post[i] = a[i];
+  post[4] = b0;
+  post[5] = b1;
+  block.warp[warp]->arrive_and_wait();
+  auto A = [&](int r, int k) {  // the lane and register that hold A[r][k]
+    const unsigned* p = mma_posts.data() + (base + (r % 8) * 4 + (k % 8) / 2) * 6;
+    return bf16_of(p[(r / 8) + 2 * (k / 8)], k % 2);
+  };
+  auto B = [&](int k, int n) {
+    const unsigned* p = mma_posts.data() + (base + n * 4 + (k % 8) / 2) * 6;
+    return bf16_of(p[4 + k / 8], k % 2);
+  };
+  const int g = static_cast<int>(lane / 4), t = static_cast<int>(lane % 4);
+  float d[4];
+  for (int e = 0; e < 4; ++e) {
+    const int r = g + 8 * (e / 2), n = 2 * t + (e % 2);
+    float acc = c[e];
+    for (int k = 0; k < 16; ++k) acc += A(r, k) * B(k, n);
+    d[e] = acc;
+  }
+  block.warp[warp]->arrive_and_wait();
+  for (int e = 0; e < 4; ++e) c[e] = d[e];
+}
+/// ldmatrix.x4.trans: lanes 8q .. 8q + 7 give the addresses of rows 0..7 of matrix q (8 b16 each);
+/// register q of lane l = 4 g + t holds M_q[2t][g] (low) and M_q[2t + 1][g] (high).
+template <typename T>
+inline void ldsm_x4_trans(const T* p, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, base = warp * 32;
+  ldsm_posts[threadIdx.x] = p;
+  block.warp[warp]->arrive_and_wait();
+  const unsigned g = lane / 4, t = lane % 4;
+  uint32_t r[4];
+  for (unsigned q = 0; q < 4; ++q) {
+    const auto* lo = static_cast<const uint16_t*>(ldsm_posts[base + 8 * q + 2 * t]);
+    const auto* hi = static_cast<const uint16_t*>(ldsm_posts[base + 8 * q + 2 * t + 1]);
+    r[q] = static_cast<uint32_t>(lo[g]) | (static_cast<uint32_t>(hi[g]) << 16);
+  }
+  block.warp[warp]->arrive_and_wait();
+  r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+}
+}  // namespace kwiki_emu
