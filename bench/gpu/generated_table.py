@@ -37,13 +37,16 @@ def main():
         rows = [json.loads(line) for line in open(path) if line.strip()]
     if not rows:
         return
-    c = rows[0]["ceilings"]
+    c = next(r["ceilings"] for r in rows if "ceilings" in r)
     print("\n## Timings (us, median of 50 CUDA-graph replays, L2 flushed; one process per task)\n")
     print("Measured in the same run: copy bandwidth %.2f TB/s (1 GiB read + written), launch floor %.2f us (one tiny kernel replayed).\n" %
           (c["copy_tb_s"], c["launch_floor_us"]))
     print("| task | shape | MB moved | generated | hand | CuteDSL | eager | torch.compile | gen % of copy BW | gen / floor | gen vs eager | gen vs compile |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
+        if "error" in r:  # the task's process failed before or while timing: say so in the shape column
+            print("| %s | %s |%s" % (r["task"], "not timed: " + r["error"].replace("|", "/"), " - |" * 10))
+            continue
         g, h, u = r.get("gen", {}), r.get("hand"), r.get("cute")
         gm = g.get("median") if g.get("ok") else None
         hm = h.get("median") if h and h.get("ok") else None

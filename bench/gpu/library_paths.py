@@ -88,9 +88,6 @@ def fused_moe(tensors, dims, params):
     return Path("cuBLAS (dense, T*k rows)", call, flops, flops)
 
 
-LIBRARY = {"prefill_attention": prefill_attention, "gemm": gemm}
-LIBRARY["fused_moe"] = fused_moe  # its grouped GEMMs' FLOPs as dense cuBLAS ones
-
 
 def fp8_block_gemm(tensors, dims, params):
     """The fp8 dense rate on the same M, N, K: torch._scaled_mm (cuBLASLt fp8) with one scale per tensor
@@ -108,7 +105,8 @@ def fp8_block_gemm(tensors, dims, params):
     return Path("torch._scaled_mm (fp8, per-tensor scales)", call, 2 * m16 * N * K, 2 * M * N * K)
 
 
-LIBRARY["fp8_block_gemm"] = fp8_block_gemm
+# Family -> its library path; fused_moe's is its grouped GEMMs' FLOPs as dense cuBLAS ones.
+LIBRARY = {"prefill_attention": prefill_attention, "gemm": gemm, "fused_moe": fused_moe, "fp8_block_gemm": fp8_block_gemm}
 
 
 def library_path(family, tensors, dims, params):
