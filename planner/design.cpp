@@ -266,8 +266,9 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     add("softmax", "scores of the split in " + t.onchip_name + ", block max and sum in fp32, fp32 partial outputs and LSE",
         wiki.ask("numerics", "merge split-kv partial outputs with their log-sum-exp combine"));
     if (!amd)
-      add("tensor cores", "written, not yet run on a GPU, so off in V0: a per-warp cp.async ring of 16-token K/V chunks and mma.sync for both "
-                          "products (bf16/fp16, D 64/128, GQA group <= 8, P a multiple of 16); KWIKI_DECODE_TENSOR_CORES=1 at compile time turns it on",
+      add("tensor cores", "V0's kernel for bf16/fp16, D 64/128, GQA group <= 8, P a multiple of 16 (checked on the H200 at every serving-bench shape): a "
+                          "per-warp cp.async ring of 16-token K/V chunks and mma.sync for both products; other shapes, or "
+                          "KWIKI_DECODE_TENSOR_CORES=0 at compile time, take the CUDA-core kernel",
           wiki.ask("tensor cores", "paged decode attention tensor cores mma.sync cp.async"));
   } else if (pattern == "mla_decode") {
     d.template_name = amd ? "mla_decode_hip" : "mla_decode_cuda";
@@ -279,9 +280,9 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
         mla_rec);
     add("products", "scores: a " + std::string(amd ? "wavefront" : "warp") + " per token, 16-byte chunks of the row against the 16 queries held in " +
                         t.onchip_name + "; values: each " + std::string(amd ? "wavefront" : "warp") + " owns a quarter of the Dv dims for every "
-                        "token of the split; " + std::string(amd ? "vector ALUs in V0 (an MFMA path is the next version)" : "CUDA cores in V0 (a "
-                        "tensor-core kernel, mma.sync over 32-token tiles streamed by cp.async, is written but not yet run on a GPU, so off; "
-                        "KWIKI_DECODE_TENSOR_CORES=1 at compile time turns it on)"),
+                        "token of the split; " + std::string(amd ? "vector ALUs in V0 (an MFMA path is the next version)" : "tensor cores in V0 (mma.sync over "
+                        "32-token tiles streamed by cp.async, checked on the H200 at every serving-bench shape; KWIKI_DECODE_TENSOR_CORES=0 "
+                        "at compile time takes the CUDA-core kernel)"),
         amd ? mla_rec : wiki.ask("tensor cores", "MLA decode wgmma tensor cores FlashMLA"));
     add("split-KV", "splits = max(ceil(context / 256), min(ceil(2 x " + std::to_string(units) + " / (batch x head groups)), ceil(context / 64))); "
                     "partials merged with their LSE",
@@ -318,8 +319,11 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
                     "Bs[n / 128, kb] and added to an fp32 accumulator (the promotion vLLM's reference does block by block); one rounding "
                     "to bf16 at the store; e4m3fn on CUDA, e4m3fnuz on CDNA3 (the fnuz parameter)",
         promo_rec);
-    add("mapping", "a block of 256 threads per 64 x 64 output tile (inside one 128-column weight-scale block), 4 x 4 outputs a thread; "
-                   "grid ceil(N / 64) x ceil(M / 64)",
+    add("mapping", std::string(amd ? "a block of 256 threads per 64 x 64 output tile (inside one 128-column weight-scale block), 4 x 4 outputs a "
+                                     "thread"
+                                   : "a block of 4 warps (2 x 2, 32 x 32 outputs a warp) per 64 x 64 output tile, each 128-K scale block of A and B "
+                                     "staged by cp.async (double-buffered) and multiplied by mma.sync into a fresh fragment") +
+                       "; grid ceil(N / 64) x ceil(M / 64)",
         scale_rec);
     add("data movement", "K in 32-wide steps: A and B rows as 16-byte loads, each fp8 value decoded to fp32 once into " + t.onchip_name +
                              " (k-major, padded rows), read by the tile's threads as broadcasts",
@@ -328,9 +332,9 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
         amd ? std::string("vector ALUs in V0; a matrix-core kernel (v_mfma_f32_16x16x32_fp8_fp8 on e4m3fnuz, a fresh result per 128-K "
                           "block promoted into the fp32 accumulator) is written but not yet run on a device, so off: "
                           "KWIKI_FP8_GEMM_TENSOR_CORES=1 at compile time turns it on")
-            : std::string("CUDA cores in V0; a tensor-core kernel (mma.sync m16n8k32 e4m3 -> fp32, a fresh fragment per 128-K block promoted "
-                          "into the fp32 accumulator) is written but not yet run on a GPU, so off: KWIKI_FP8_GEMM_TENSOR_CORES=1 at compile "
-                          "time turns it on"),
+            : std::string("tensor cores in V0: mma.sync m16n8k32 e4m3 -> fp32, a fresh fragment per 128-K block promoted into the fp32 "
+                          "accumulator (checked on the H200 at every serving-bench shape); KWIKI_FP8_GEMM_TENSOR_CORES=0 at compile time "
+                          "takes the CUDA-core kernel"),
         amd ? wiki.ask("matrix instruction", "MFMA fp8 e4m3fnuz instruction shapes") : wiki.ask("matrix instruction", "fp8 e4m3 mma tensor core wgmma"));
     add("roofline", "2MNK matrix FLOPs against the fp8 dense peak (twice the bf16 peak on Hopper and CDNA3); small M is bound by reading B "
                     "(N x K bytes)",
@@ -353,9 +357,10 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
         gqa_rec);
     add("products", std::string("four threads a query row: each scores a quarter of the tile's keys (fp32 dot products) and accumulates a quarter of "
                                 "the row's D outputs; ") + (amd ? "vector ALUs in V0 (an MFMA path is the next version)"
-                                                                : "CUDA cores in V0 (a tensor-core kernel, mma.sync for both products "
-                                                                  "with P reused from the accumulators, is written but not yet run on a GPU, so "
-                                                                  "off; KWIKI_PREFILL_TENSOR_CORES=1 at compile time turns it on)"),
+                                                                : "tensor cores in V0 for bf16/fp16 and D 64/128 (mma.sync for both "
+                                                                  "products with P reused from the accumulators, checked on the H200 at every "
+                                                                  "serving-bench shape); D 256, fp32 or KWIKI_PREFILL_TENSOR_CORES=0 take the "
+                                                                  "CUDA-core kernel"),
         amd ? fa2_rec : wiki.ask("tensor cores", "flash attention prefill tensor cores mma wgmma"));
     add("softmax", "online softmax in fp32 (exp2 of scale x log2(e) scores, running max and sum per row), one rounding at the store; a row that "
                    "sees no key stores zeros",

@@ -120,10 +120,11 @@ TEST(Framework, DslPlanStillChecksTheCpuTwin) {
 // compiles it for sm_90a: TMA tile copies (cp.async.bulk.tensor) and wgmma.mma_async in the PTX.
 class GemmCuteDsl : public ::testing::TestWithParam<std::string> {
  protected:
-  /// kwiki plan --framework cutedsl on the H200; "" when the family was proven, else why not.
+  /// kwiki plan --framework cutedsl --pattern gemm on the H200 (the CuteDSL gemm is withdrawn: only an
+  /// explicit --pattern plans it); "" when the family was proven, else why not.
   std::string plan() {
-    const RunResult p = run_kwiki({"plan", "--task", task_, "--gpu", "H200", "--framework", "cutedsl", "--workspace", ws_, "--index", DslEnv::index(),
-                                   "--force", "--json"});
+    const RunResult p = run_kwiki({"plan", "--task", task_, "--gpu", "H200", "--framework", "cutedsl", "--pattern", "gemm", "--workspace", ws_, "--index",
+                                   DslEnv::index(), "--force", "--json"});
     EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
     const json j = json::parse(p.out, nullptr, false);
     if (!j.is_object()) return "the plan printed no JSON";
@@ -133,6 +134,7 @@ class GemmCuteDsl : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(j["target"]["framework"], "cutedsl");
     const json saved = json::parse(test::read_text(ws_ + "/plans/v0_plan.json"));
     EXPECT_EQ(saved["design"]["template"], "gemm_tma_wgmma_cutedsl") << saved["design"].dump();
+    EXPECT_NE(j["notes"].dump().find("withdrawn"), std::string::npos) << "the plan warns that this V0 failed on a GPU: " << j["notes"].dump();
     return "";
   }
   TempDir dir_;
@@ -183,6 +185,30 @@ TEST_P(GemmCuteDsl, ChecksTheCpuTwin) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GemmTasks, GemmCuteDsl, ::testing::Values("linear_bf16", "f_linear_with_bias_inputs"));
+
+// Without --pattern, a CuteDSL plan never picks the withdrawn gemm V0 (it failed on the H200): the
+// generator does not lower a matrix product, so the plan has no V0 and says why.
+TEST(Framework, PlanSkipsAWithdrawnDslKernel) {
+  TempDir dir;
+  const RunResult p = run_kwiki({"plan", "--task", tasks_dir() + "/linear_bf16", "--gpu", "H200", "--framework", "cutedsl", "--workspace",
+                                 dir / "ws", "--index", DslEnv::index(), "--json"});
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  const json j = json::parse(p.out);
+  if (j["notes"].dump().find("proven family gemm") == std::string::npos) GTEST_SKIP() << "gemm was not proven here (no torch?): " << p.out.substr(0, 1000);
+  EXPECT_EQ(j["pattern"]["name"], "unknown");
+  EXPECT_NE(j["notes"].dump().find("withdrawn"), std::string::npos) << j["notes"].dump();
+}
+
+// A family without a DSL V0 gives way to the generator when the generator lowers the reference.
+TEST(Framework, PlanTakesTheGeneratorForAFamilyWithoutADslKernel) {
+  TempDir dir;
+  const RunResult p = run_kwiki({"plan", "--task", tasks_dir() + "/rms_norm", "--gpu", "H200", "--framework", "cutedsl", "--workspace", dir / "ws",
+                                 "--index", DslEnv::index(), "--json"});
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  const json j = json::parse(p.out);
+  if (j["notes"].dump().find("proven family rms_norm") == std::string::npos) GTEST_SKIP() << "rms_norm was not proven here (no torch?): " << p.out.substr(0, 1000);
+  EXPECT_EQ(j["pattern"]["name"], "generated") << j["notes"].dump();
+}
 
 // A family without a DSL V0 is refused by kwiki baseline, and the refusal names the ones that have one.
 TEST(Framework, BaselineRefusesAFamilyWithoutADslKernel) {

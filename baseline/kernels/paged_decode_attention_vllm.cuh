@@ -45,11 +45,11 @@
 
 #include "kwiki_compat.cuh"
 
-// The tensor-core path (tc:: below) has not run on a GPU yet: it was written when no device time was
-// left. It is compiled by the serving bench and the fragment check, and launched only where
-// KWIKI_DECODE_TENSOR_CORES is 1; V0 keeps the CUDA-core kernel until an H200 run checks it.
+// The tensor-core path (tc:: below) is V0's on CUDA: it passed every serving-bench shape on the H200
+// in session 14 (bench/results/serving_kernels_h200-session14-tc.txt) at 1.5-5x the CUDA-core
+// kernel's speed. -DKWIKI_DECODE_TENSOR_CORES=0 builds the CUDA-core kernel instead.
 #ifndef KWIKI_DECODE_TENSOR_CORES
-#define KWIKI_DECODE_TENSOR_CORES 0
+#define KWIKI_DECODE_TENSOR_CORES 1
 #endif
 
 namespace kwiki_paged_decode_vllm {

@@ -28,8 +28,9 @@
 // memory scaled by scale x log2(e), and each of the four then keeps the row's online softmax (running
 // max and sum, exp2 in fp32) and a quarter of its output (D / 4 fp32 accumulators, interleaved
 // 16-byte chunks) over the tile's values. One rounding at the store.
-// A tensor-core path (tc:: below: mma.sync, CUDA, 16-bit T, D 64/128) is written but has not run on
-// a GPU, so it is launched only where KWIKI_PREFILL_TENSOR_CORES is 1 (the serving bench times both).
+// A tensor-core path (tc:: below: mma.sync, CUDA, 16-bit T, D 64/128) is V0's on CUDA: it passed every
+// serving-bench shape on the H200 in session 14 (bench/results/serving_kernels_h200-session14-prefill.txt)
+// at 2.8-7x the CUDA-core kernel; -DKWIKI_PREFILL_TENSOR_CORES=0 builds the CUDA-core kernel instead.
 #ifndef KWIKI_PREFILL_ATTENTION_CUH
 #define KWIKI_PREFILL_ATTENTION_CUH
 
@@ -38,7 +39,7 @@
 #include "kwiki_compat.cuh"
 
 #ifndef KWIKI_PREFILL_TENSOR_CORES
-#define KWIKI_PREFILL_TENSOR_CORES 0
+#define KWIKI_PREFILL_TENSOR_CORES 1
 #endif
 
 namespace kwiki_prefill_attention {

@@ -193,8 +193,10 @@ inline std::vector<const void*> ldsm_posts(1024);
 inline float bf16_of(unsigned word, int half) { return __uint_as_float(half ? (word & 0xffff0000u) : (word << 16)); }
 /// c += A(16x16, row) B(16x8, col): lane l = 4 g + t holds A rows g, g + 8 and columns 2t, 2t + 1
 /// (+ 8), B column g and rows 2t, 2t + 1 (+ 8), and C rows g, g + 8, columns 2t, 2t + 1.
-inline void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  static_assert(EMU_WARP == 32, "mma.sync is a 32-lane operation");
+/// (A template, so a 64-lane emulation that never calls it still compiles.)
+template <int kWarp = EMU_WARP>
+void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  static_assert(kWarp == 32, "mma.sync is a 32-lane operation");
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, base = warp * 32;
   unsigned* post = mma_posts.data() + threadIdx.x * 6;
   for (int i = 0; i < 4; ++i) post[i] = a[i];
