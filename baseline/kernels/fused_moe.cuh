@@ -206,6 +206,30 @@ moe_scatter_kernel(const int* __restrict__ topk_ids, const int* __restrict__ chu
   sorted_ids[place] = static_cast<int>(static_cast<long long>(blockIdx.x) * kChunk + threadIdx.x);
 }
 
+/// The CUDA-core inner product of kernels 4 and 5: over K, slices of kBlockK staged in xs (the block's
+/// BM rows of x, by x_row) and ws (its 2 x 64 rows of w, by w_row; -1: a zero row); acc0[r] and acc1[r]
+/// take row r0 + r against w rows c and 64 + c. Ends with the block past its last barrier.
+template <typename T, bool kVec, typename XRow, typename WRow>
+KWIKI_DEVICE void dot_rows_2x(float (&xs)[kBlockM][kBlockK + 1], float (&ws)[2 * kBlockN][kBlockK + 1], const T* x, XRow x_row, const T* w,
+                              WRow w_row, int K, int c, int r0, float (&acc0)[kRowsPerThread], float (&acc1)[kRowsPerThread]) {
+  for (int k0 = 0; k0 < K; k0 += kBlockK) {
+    load_slice<T, kVec, kBlockM>(xs, x, x_row, k0, K);
+    load_slice<T, kVec, 2 * kBlockN>(ws, w, w_row, k0, K);
+    __syncthreads();
+#pragma unroll 4
+    for (int kk = 0; kk < kBlockK; ++kk) {
+      const float w0 = ws[c][kk], w1 = ws[kBlockN + c][kk];
+#pragma unroll
+      for (int r = 0; r < kRowsPerThread; ++r) {
+        const float xv = xs[r0 + r][kk];
+        acc0[r] += xv * w0;
+        acc1[r] += xv * w1;
+      }
+    }
+    __syncthreads();
+  }
+}
+
 /// Kernel 4: act[j, n] = T(T(silu(gate)) * up) for the block's BM sorted rows and 64 columns n.
 template <typename T, bool kVec>
 KWIKI_GLOBAL void __launch_bounds__(kGemmThreads)
@@ -232,22 +256,7 @@ moe_gate_up_kernel(const T* __restrict__ hidden, const T* __restrict__ w13, cons
     const int n = n0 + q % kBlockN;
     return n < s.I ? static_cast<long long>(q < kBlockN ? n : s.I + n) * s.H : -1;
   };
-  for (int k0 = 0; k0 < s.H; k0 += kBlockK) {
-    load_slice<T, kVec, kBlockM>(xs, hidden, x_row, k0, s.H);
-    load_slice<T, kVec, 2 * kBlockN>(ws, w, w_row, k0, s.H);
-    __syncthreads();
-#pragma unroll 4
-    for (int kk = 0; kk < kBlockK; ++kk) {
-      const float wg = ws[c][kk], wu = ws[kBlockN + c][kk];
-#pragma unroll
-      for (int r = 0; r < kRowsPerThread; ++r) {
-        const float xv = xs[r0 + r][kk];
-        gate[r] += xv * wg;
-        up[r] += xv * wu;
-      }
-    }
-    __syncthreads();
-  }
+  dot_rows_2x<T, kVec>(xs, ws, hidden, x_row, w, w_row, s.H, c, r0, gate, up);
   const int n = n0 + c;
   if (n >= s.I) return;
 #pragma unroll
@@ -283,22 +292,7 @@ moe_down_kernel(const T* __restrict__ act, const T* __restrict__ w2, const int* 
     return j >= 0 ? static_cast<long long>(j) * s.I : -1;
   };
   auto w_row = [&](int q) -> long long { return h0 + q < s.H ? static_cast<long long>(h0 + q) * s.I : -1; };
-  for (int k0 = 0; k0 < s.I; k0 += kBlockK) {
-    load_slice<T, kVec, kBlockM>(xs, act, a_row, k0, s.I);
-    load_slice<T, kVec, kCols>(ws, w, w_row, k0, s.I);
-    __syncthreads();
-#pragma unroll 4
-    for (int kk = 0; kk < kBlockK; ++kk) {
-      const float wl = ws[c][kk], wh = ws[kBlockN + c][kk];
-#pragma unroll
-      for (int r = 0; r < kRowsPerThread; ++r) {
-        const float xv = xs[r0 + r][kk];
-        lo[r] += xv * wl;
-        hi[r] += xv * wh;
-      }
-    }
-    __syncthreads();
-  }
+  dot_rows_2x<T, kVec>(xs, ws, act, a_row, w, w_row, s.I, c, r0, lo, hi);
 #pragma unroll
   for (int r = 0; r < kRowsPerThread; ++r) {
     const int j = rows[r0 + r];

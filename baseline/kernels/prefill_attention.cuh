@@ -64,6 +64,76 @@ struct Shape {
 
 KWIKI_DEVICE int clamp_int(long long v, long long lo, long long hi) { return static_cast<int>(v < lo ? lo : v > hi ? hi : v); }
 
+/// What a block works on: its sequence b, query head h and KV head, the sequence's queries [q0, q0 + lq)
+/// (its tile: rows m0 .. m0 + rows - 1), its keys (layout 0: rows k0 .. k0 + lk - 1 of k/v; layout 1:
+/// tokens 0 .. lk - 1 through the block table), the query-to-token shift, and kend, the keys any row of
+/// the tile sees. Offsets read from the device are clamped to the tensors' extents.
+struct BlockWork {
+  int h, b, kvh, q0, lq, m0, rows, lk, shift, kend;
+  long long k0, num_pages;
+};
+
+/// The work of block blockIdx.x for tiles of kRows query rows (the last tiles first: causal rows see
+/// more keys); false when its tile starts past its sequence.
+template <int kRows>
+KWIKI_DEVICE bool block_work(const int* __restrict__ cu_q, const int* __restrict__ kv_lens, const Shape& s, BlockWork& w) {
+  const long long idx = blockIdx.x;
+  w.h = static_cast<int>(idx % s.Hq);
+  const long long rest = idx / s.Hq;
+  const int tile = s.tiles - 1 - static_cast<int>(rest % s.tiles);
+  w.b = static_cast<int>(rest / s.tiles);
+  w.kvh = w.h / (s.Hq / s.Hkv);
+  w.q0 = clamp_int(cu_q[w.b], 0, s.Tq);
+  w.lq = clamp_int(cu_q[w.b + 1], w.q0, s.Tq) - w.q0;
+  w.m0 = tile * kRows;
+  if (w.m0 >= w.lq) return false;
+  w.k0 = 0;
+  if (s.layout == 0) {
+    w.k0 = clamp_int(kv_lens[w.b], 0, s.Tk);
+    w.lk = clamp_int(kv_lens[w.b + 1], w.k0, s.Tk) - static_cast<int>(w.k0);
+  } else {
+    w.lk = clamp_int(kv_lens[w.b], 0, static_cast<long long>(s.MB) * s.P);
+  }
+  w.rows = w.lq - w.m0 < kRows ? w.lq - w.m0 : kRows;
+  w.shift = w.lk - w.lq;  // query i is token i + shift of the sequence
+  w.kend = w.lk;
+  if (s.causal) {
+    const int last = w.m0 + w.rows - 1 + w.shift + 1;
+    w.kend = last < 0 ? 0 : last < w.lk ? last : w.lk;
+  }
+  w.num_pages = s.layout == 1 ? s.Tk / s.P : 0;
+  return true;
+}
+
+/// Keys n0 .. n0 + BN - 1 of the block's sequence into k_s and v_s (rows of LD elements, 16-byte
+/// chunks of X), zeros past kend or for a page id outside the cache; kThreadsOf threads share it.
+template <typename T, int D, int X, int LD, int BN, int kThreadsOf>
+KWIKI_DEVICE void stage_kv_tile(const T* __restrict__ k, const T* __restrict__ v, const int* __restrict__ block_tables, const Shape& s,
+                                const BlockWork& w, int n0, T* k_s, T* v_s) {
+  constexpr int CH = D / X;
+  for (int i = threadIdx.x; i < BN * CH; i += kThreadsOf) {
+    const int jj = i / CH, ch = i % CH;
+    const int j = n0 + jj;
+    uint4 kx = make_uint4(0u, 0u, 0u, 0u), vx = kx;
+    if (j < w.kend) {
+      long long row = -1;
+      if (s.layout == 0) {
+        row = w.k0 + j;
+      } else {
+        const long long page = block_tables[static_cast<long long>(w.b) * s.MB + j / s.P];
+        if (page >= 0 && page < w.num_pages) row = page * s.P + j % s.P;
+      }
+      if (row >= 0) {
+        const long long off = (row * s.Hkv + w.kvh) * D + ch * X;
+        kx = *reinterpret_cast<const uint4*>(k + off);
+        vx = *reinterpret_cast<const uint4*>(v + off);
+      }
+    }
+    *reinterpret_cast<uint4*>(k_s + jj * LD + ch * X) = kx;
+    *reinterpret_cast<uint4*>(v_s + jj * LD + ch * X) = vx;
+  }
+}
+
 /// One (query tile, query head, sequence) block; see the header comment.
 template <typename T, int D>
 KWIKI_GLOBAL void __launch_bounds__(kThreads, 1)
@@ -83,32 +153,9 @@ prefill_attention_kernel(const T* __restrict__ q, const T* __restrict__ k, const
   T* const v_s = k_s + BN * LD;
   float* const s_s = reinterpret_cast<float*>(v_s + BN * LD);
 
-  const long long idx = blockIdx.x;
-  const int h = static_cast<int>(idx % s.Hq);
-  const long long rest = idx / s.Hq;
-  const int tile = s.tiles - 1 - static_cast<int>(rest % s.tiles);
-  const int b = static_cast<int>(rest / s.tiles);
-  const int kvh = h / (s.Hq / s.Hkv);
-  const int q0 = clamp_int(cu_q[b], 0, s.Tq);
-  const int lq = clamp_int(cu_q[b + 1], q0, s.Tq) - q0;
-  const int m0 = tile * kBlockM;
-  if (m0 >= lq) return;  // the whole block: no barrier is pending
-  long long k0 = 0;      // layout 0: the sequence's first key row
-  int lk;
-  if (s.layout == 0) {
-    k0 = clamp_int(kv_lens[b], 0, s.Tk);
-    lk = clamp_int(kv_lens[b + 1], k0, s.Tk) - static_cast<int>(k0);
-  } else {
-    lk = clamp_int(kv_lens[b], 0, static_cast<long long>(s.MB) * s.P);
-  }
-  const int rows = lq - m0 < kBlockM ? lq - m0 : kBlockM;
-  const int shift = lk - lq;  // query i is token i + shift of the sequence
-  int kend = lk;              // keys any row of the tile sees
-  if (s.causal) {
-    const int last = m0 + rows - 1 + shift + 1;
-    kend = last < 0 ? 0 : last < lk ? last : lk;
-  }
-  const long long num_pages = s.layout == 1 ? s.Tk / s.P : 0;
+  BlockWork w;
+  if (!block_work<kBlockM>(cu_q, kv_lens, s, w)) return;  // the whole block: no barrier is pending
+  const int h = w.h, q0 = w.q0, lq = w.lq, m0 = w.m0, rows = w.rows, shift = w.shift, kend = w.kend;
 
   // The tile's queries (rows past the sequence are zeros, computed and not stored).
   for (int i = threadIdx.x; i < kBlockM * CH; i += kThreads) {
@@ -129,27 +176,7 @@ prefill_attention_kernel(const T* __restrict__ q, const T* __restrict__ k, const
 
   for (int n0 = 0; n0 < kend; n0 += BN) {
     __syncthreads();  // the previous tile's K/V and scores are consumed (and the queries stored)
-    for (int i = threadIdx.x; i < BN * CH; i += kThreads) {
-      const int jj = i / CH, ch = i % CH;
-      const int j = n0 + jj;
-      uint4 kv = make_uint4(0u, 0u, 0u, 0u), vv = kv;
-      if (j < kend) {
-        long long row = -1;
-        if (s.layout == 0) {
-          row = k0 + j;
-        } else {
-          const long long page = block_tables[static_cast<long long>(b) * s.MB + j / s.P];
-          if (page >= 0 && page < num_pages) row = page * s.P + j % s.P;
-        }
-        if (row >= 0) {
-          const long long off = (row * s.Hkv + kvh) * D + ch * X;
-          kv = *reinterpret_cast<const uint4*>(k + off);
-          vv = *reinterpret_cast<const uint4*>(v + off);
-        }
-      }
-      *reinterpret_cast<uint4*>(k_s + jj * LD + ch * X) = kv;
-      *reinterpret_cast<uint4*>(v_s + jj * LD + ch * X) = vv;
-    }
+    stage_kv_tile<T, D, X, LD, BN, kThreads>(k, v, block_tables, s, w, n0, k_s, v_s);
     __syncthreads();
 
     // Scores of this thread's keys c, c + 4, ... against its row.
@@ -277,38 +304,14 @@ prefill_attention_tc_kernel(const T* __restrict__ q, const T* __restrict__ k, co
                             const int* __restrict__ kv_lens, const int* __restrict__ block_tables, T* __restrict__ out, Shape s) {
   constexpr int X = 8;          // 16-byte chunks of 16-bit T
   constexpr int LD = D + X;     // a shared row, padded by 16 bytes
-  constexpr int CH = D / X;
   constexpr int BN = kBlockNTc;
   __shared__ __align__(16) unsigned char smem[sizeof(T) * 2 * BN * LD];
   T* const k_s = reinterpret_cast<T*>(smem);
   T* const v_s = k_s + BN * LD;
 
-  const long long idx = blockIdx.x;
-  const int h = static_cast<int>(idx % s.Hq);
-  const long long rest = idx / s.Hq;
-  const int tile = s.tiles - 1 - static_cast<int>(rest % s.tiles);
-  const int b = static_cast<int>(rest / s.tiles);
-  const int kvh = h / (s.Hq / s.Hkv);
-  const int q0 = clamp_int(cu_q[b], 0, s.Tq);
-  const int lq = clamp_int(cu_q[b + 1], q0, s.Tq) - q0;
-  const int m0 = tile * kBlockMTc;
-  if (m0 >= lq) return;
-  long long k0 = 0;
-  int lk;
-  if (s.layout == 0) {
-    k0 = clamp_int(kv_lens[b], 0, s.Tk);
-    lk = clamp_int(kv_lens[b + 1], k0, s.Tk) - static_cast<int>(k0);
-  } else {
-    lk = clamp_int(kv_lens[b], 0, static_cast<long long>(s.MB) * s.P);
-  }
-  const int rows = lq - m0 < kBlockMTc ? lq - m0 : kBlockMTc;
-  const int shift = lk - lq;
-  int kend = lk;
-  if (s.causal) {
-    const int last = m0 + rows - 1 + shift + 1;
-    kend = last < 0 ? 0 : last < lk ? last : lk;
-  }
-  const long long num_pages = s.layout == 1 ? s.Tk / s.P : 0;
+  BlockWork w;
+  if (!block_work<kBlockMTc>(cu_q, kv_lens, s, w)) return;
+  const int h = w.h, q0 = w.q0, lq = w.lq, m0 = w.m0, shift = w.shift, kend = w.kend;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane / 4, tig = lane % 4;
   const int r0 = m0 + warp * 16 + gid, r1 = r0 + 8;  // this lane's two query rows (in the sequence)
@@ -332,27 +335,7 @@ prefill_attention_tc_kernel(const T* __restrict__ q, const T* __restrict__ k, co
 
   for (int n0 = 0; n0 < kend; n0 += BN) {
     __syncthreads();
-    for (int i = threadIdx.x; i < BN * CH; i += kThreadsTc) {
-      const int jj = i / CH, ch = i % CH;
-      const int j = n0 + jj;
-      uint4 kx = make_uint4(0u, 0u, 0u, 0u), vx = kx;
-      if (j < kend) {
-        long long row = -1;
-        if (s.layout == 0) {
-          row = k0 + j;
-        } else {
-          const long long page = block_tables[static_cast<long long>(b) * s.MB + j / s.P];
-          if (page >= 0 && page < num_pages) row = page * s.P + j % s.P;
-        }
-        if (row >= 0) {
-          const long long off = (row * s.Hkv + kvh) * D + ch * X;
-          kx = *reinterpret_cast<const uint4*>(k + off);
-          vx = *reinterpret_cast<const uint4*>(v + off);
-        }
-      }
-      *reinterpret_cast<uint4*>(k_s + jj * LD + ch * X) = kx;
-      *reinterpret_cast<uint4*>(v_s + jj * LD + ch * X) = vx;
-    }
+    stage_kv_tile<T, D, X, LD, BN, kThreadsTc>(k, v, block_tables, s, w, n0, k_s, v_s);
     __syncthreads();
 
     // S = Q K^T: 8 tiles of 8 keys; B fragment of tile nt = key nt * 8 + gid, dims 2 tig (+8).
