@@ -485,7 +485,7 @@ int main(int argc, char** argv) {
   plan->add_option("--pattern", plan_request.pattern_override, "try only this family (rms_norm, gemm, ..., or generated: the kernel generator, docs/GENERATOR.md); it is still proven before it is claimed");
   plan->add_option("--framework", plan_request.framework,
                    "language of the V0: cuda or cutedsl on NVIDIA targets, hip or flydsl on AMD (default cuda / hip); "
-                   "cutedsl and flydsl kernels are written from the generator's IR (--pattern generated; docs/DSL.md)")
+                   "cutedsl and flydsl kernels are written from the generator's IR, or from a family's own DSL V0; a proven family without one gives way to the generator (docs/DSL.md)")
       ->check(CLI::IsMember({"cuda", "hip", "cutedsl", "flydsl"}));
   plan->add_option("--shapes", plan_shapes, "comma-separated shape ids to plan (default: all)");
   plan->add_flag("--force", plan_request.force, "replace an existing workspace");
