@@ -335,19 +335,6 @@ namespace tc {
 constexpr int kThreads = 128;
 constexpr int kLd = kBlockK + 8;  // 40 elements (80 bytes) a staged row: the 8 rows of a fragment load fall on distinct banks
 
-template <typename T>
-__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  if constexpr (std::is_same<T, kwiki_bf16>::value) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
 /// The 32-bit pair of T at p (shared memory, 4-byte aligned).
 template <typename T>
 __device__ __forceinline__ unsigned pair_at(const T* p) {
@@ -419,7 +406,7 @@ moe_gate_up_tc_kernel(const T* __restrict__ hidden, const T* __restrict__ w13, c
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
         const int nb = (t < 2 ? 0 : kBlockN) + 16 * warp + 8 * (t % 2);
-        mma16816<T>(acc[t], a, pair_at(&ws[nb + g][ks + 2 * q]), pair_at(&ws[nb + g][ks + 8 + 2 * q]));
+        kwiki::mma16816<T>(acc[t], a, pair_at(&ws[nb + g][ks + 2 * q]), pair_at(&ws[nb + g][ks + 8 + 2 * q]));
       }
     }
     __syncthreads();
@@ -471,7 +458,7 @@ moe_down_tc_kernel(const T* __restrict__ act, const T* __restrict__ w2, const in
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
         const int nb = 32 * warp + 8 * t;
-        mma16816<T>(acc[t], a, pair_at(&ws[nb + g][ks + 2 * q]), pair_at(&ws[nb + g][ks + 8 + 2 * q]));
+        kwiki::mma16816<T>(acc[t], a, pair_at(&ws[nb + g][ks + 2 * q]), pair_at(&ws[nb + g][ks + 8 + 2 * q]));
       }
     }
     __syncthreads();

@@ -643,6 +643,25 @@ inline int launch_gated_mul(const T* x, T* out, long long rows, long long I, kwi
   return launch_gated_mul_w<Act, T, 1>(x, out, rows, I, stream);
 }
 
+#if KWIKI_PLATFORM_CUDA
+/// c += A (16 x 16, row-major) B (16 x 8, column-major) on the tensor cores: mma.sync m16n8k16 (sm_80+),
+/// fp32 accumulators, T bf16 or half; the fragments as the PTX ISA lays them out (lane 4g + q holds A
+/// rows g and g + 8 at k 2q, 2q + 1 and 8 + 2q, 9 + 2q; B column g at the same k; C rows g, g + 8 at
+/// columns 2q, 2q + 1). The host emulation's kwiki_compat.cuh has the same function.
+template <typename T>
+KWIKI_DEVICE void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same<T, kwiki_bf16>::value) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+#endif
+
 }  // namespace kwiki
 
 #endif  // KWIKI_COMPAT_CUH

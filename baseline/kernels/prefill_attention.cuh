@@ -269,25 +269,10 @@ KWIKI_DEVICE uint32_t pack2(float a, float b) {
 }
 
 #ifdef KWIKI_HOST_EMULATION
-// The emulation's kwiki_compat.cuh provides kwiki_emu::mma16816 and kwiki_emu::ldsm_x4_trans.
-template <typename T>
-KWIKI_DEVICE void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) { kwiki_emu::mma16816(c, a, b0, b1); }
+// The emulation's kwiki_compat.cuh provides kwiki::mma16816 and kwiki_emu::ldsm_x4_trans.
 template <typename T>
 KWIKI_DEVICE void ldsm_x4_trans(const T* p, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) { kwiki_emu::ldsm_x4_trans(p, r0, r1, r2, r3); }
 #else
-/// c += A(16x16) B(16x8), fp32 accumulators, A and B fragments as the PTX ISA lays them out.
-template <typename T>
-KWIKI_DEVICE void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same<T, kwiki_bf16>::value) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
 /// Four 8x8 b16 matrices, transposed: lanes 8q .. 8q + 7 give the row addresses of matrix q.
 template <typename T>
 KWIKI_DEVICE void ldsm_x4_trans(const T* p, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
@@ -346,7 +331,7 @@ prefill_attention_tc_kernel(const T* __restrict__ q, const T* __restrict__ k, co
       const T* const kr = k_s + (nt * 8 + gid) * LD + tig * 2;
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk)
-        mma16816<T>(sc[nt], qa[kk], *reinterpret_cast<const uint32_t*>(kr + kk * 16), *reinterpret_cast<const uint32_t*>(kr + kk * 16 + 8));
+        kwiki::mma16816<T>(sc[nt], qa[kk], *reinterpret_cast<const uint32_t*>(kr + kk * 16), *reinterpret_cast<const uint32_t*>(kr + kk * 16 + 8));
     }
     // Masks and the online softmax of rows r0 (c0, c1) and r1 (c2, c3).
     float mx[2] = {m[0], m[1]};
@@ -393,8 +378,8 @@ prefill_attention_tc_kernel(const T* __restrict__ q, const T* __restrict__ k, co
       for (int np = 0; np < D / 16; ++np) {
         uint32_t b0, b1, b2, b3;
         ldsm_x4_trans<T>(v_s + (t * 16 + (lane & 15)) * LD + np * 16 + (lane >> 4) * 8, b0, b1, b2, b3);
-        mma16816<T>(o[2 * np], pa, b0, b1);
-        mma16816<T>(o[2 * np + 1], pa, b2, b3);
+        kwiki::mma16816<T>(o[2 * np], pa, b0, b1);
+        kwiki::mma16816<T>(o[2 * np + 1], pa, b2, b3);
       }
     }
   }

@@ -240,3 +240,8 @@ inline void ldsm_x4_trans(const T* p, uint32_t& r0, uint32_t& r1, uint32_t& r2, 
   r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
 }
 }  // namespace kwiki_emu
+namespace kwiki {
+/// The device's kwiki::mma16816 (kwiki_compat.cuh), emulated per warp (bf16 fragments).
+template <typename T>
+void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) { kwiki_emu::mma16816(c, a, b0, b1); }
+}  // namespace kwiki
