@@ -109,7 +109,12 @@ void build_gpu(Context& c) {
     compiler = cuda_compiler();
     const std::string sm = target.substr(3);  // "90a" of "sm_90a": a row of the target table
     device_flags = {"-O3", "-std=c++17", "-gencode=arch=compute_" + sm + ",code=sm_" + sm, "-Xptxas", "-v", "-lineinfo"};
-    link_flags = {"-shared", "-Xcompiler", "-fPIC"};
+    // Hidden host symbols: GCC makes the static locals of inline functions (a template's "attribute
+    // already set" cache) GNU-unique, bound process-wide even under RTLD_LOCAL, so a second kernel.so
+    // of the same template in one process read the first one's cache, skipped its own
+    // cudaFuncSetAttribute and failed its launch (cudaErrorInvalidValue). Only KWIKI_EXPORT stays visible.
+    link_flags = {"-shared", "-Xcompiler", "-fPIC", "-Xcompiler", "-fvisibility=hidden", "-Xcompiler", "-fvisibility-inlines-hidden",
+                  "-Xcompiler", "-fno-gnu-unique"};
   } else {
     // $KWIKI_HIPCC, else the newest clang with HIP support: one that can target gfx950 wins when present.
     for (const std::string& path : hip_compilers()) {

@@ -6,6 +6,11 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "subprocess.hpp"
 #include "test_support.hpp"
 
 namespace kwiki {
@@ -92,6 +97,31 @@ TEST_F(Baseline, RowReduceTaskGeneratesTheTemplateWithItsOpAndSaysNotMeasured) {
     EXPECT_TRUE(fs::exists(ws + "/build/kernel.so"));
     EXPECT_EQ(j["static_evidence"]["spill_bytes"], 0);
   }
+}
+
+// The CUDA kernel library exports the launcher ABI and nothing else. The gemm template caches "the
+// shared-memory attribute is set" in a static local; exported (GNU-unique), that cache was shared by
+// every gemm kernel.so loaded into one process, and the second one's launch failed with code 1.
+TEST_F(Baseline, KernelLibraryExportsOnlyTheLauncherAbi) {
+  if (nvidia_gpu_present()) GTEST_SKIP() << "a GPU is present; this test covers the no-device path";
+  const std::string nm = detail::find_program("nm");
+  if (nm.empty()) GTEST_SKIP() << "no nm (binutils) on PATH to read the library's symbols";
+  const std::string ws = plan("hf_linear_no_bias", "H200", "ws-exports");
+  const RunResult r = run_kwiki({"baseline", "--workspace", ws, "--json", "--no-commit"});
+  ASSERT_EQ(r.exit_code, 5) << r.out << r.err;
+  if (!json::parse(r.out)["compiled"].get<bool>()) GTEST_SKIP() << "no CUDA compiler here: nothing was linked";
+  detail::ProcessSpec spec;
+  spec.argv = {nm, "-D", "--defined-only", ws + "/build/kernel.so"};
+  spec.timeout_seconds = 60;
+  const detail::ProcessResult symbols = detail::run_process(spec);
+  ASSERT_TRUE(symbols.ok()) << symbols.out << symbols.error;
+  std::vector<std::string> names;
+  std::istringstream lines(symbols.out);
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t space = line.rfind(' ');
+    if (space != std::string::npos) names.push_back(line.substr(space + 1));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"kwiki_abi_version", "kwiki_launch"})) << symbols.out;
 }
 
 // A plan edited to name a family kwiki does not have is refused, not guessed.

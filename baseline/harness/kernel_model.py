@@ -61,7 +61,18 @@ def _call(lib, tensors, dims, params, stream):
     p = (ctypes.c_double * max(1, len(params)))(*[float(x) for x in params] or [0.0])
     rc = lib.kwiki_launch(ptrs, len(tensors), d, len(dims), p, len(params), ctypes.c_void_p(stream))
     if rc != 0:
-        raise RuntimeError("kwiki_launch failed with code %d" % rc)
+        raise RuntimeError("kwiki_launch failed with code %d%s" % (rc, _error_name(rc)))
+
+
+def _error_name(rc):
+    """': <the CUDA runtime's text for rc>' for a positive code (-1 is the launcher refusing its arguments)."""
+    if rc < 0:
+        return ": the launcher refused its arguments (count, null pointer or size out of range)"
+    try:
+        rt = torch.cuda.cudart()
+        return ": " + rt.cudaGetErrorString(rt.cudaError(rc))
+    except Exception:  # no CUDA runtime binding in this torch
+        return ""
 
 
 def _launch(family, tensors, dims, params, device):

@@ -24,12 +24,12 @@ def main():
         except Exception:
             pass
         gen = status(os.path.join(work, t + ".gen.check.json"))
-        if gen == "-":
+        if gen == "-":  # no check: the plan declined the task, or the run never reached it
             try:
-                p = json.load(open(os.path.join(work, "ws", t, "gen", "plans", "v0_plan.json"))) if os.path.exists(os.path.join(work, "ws", t, "gen")) else None
+                named = json.load(open(os.path.join(work, t + ".gen.plan.json")))["pattern"]["name"]
+                gen = "not lowered" if named != "generated" else "planned, not checked"
             except Exception:
-                p = None
-            gen = "not lowered"
+                gen = "not checked (not reached)" if not os.path.exists(os.path.join(work, t + ".gen.plan.err")) else "not lowered"
         print("| %s | %s | %s | %s | %s |" % (t, gen, status(os.path.join(work, t + ".cute.check.json")), hand, status(os.path.join(work, t + ".hand.check.json")) if hand not in ("-", "generated") else "-"))
     rows = []
     path = os.path.join(work, "results.jsonl")
