@@ -4,13 +4,18 @@
 # `kwiki baseline` makes it, and each shape goes through its _launcher (what Model.prepare calls after the
 # family's adapter): out NaN-filled first, so an element the kernel never writes shows as NaN. Per shape:
 # PASS/FAIL by the harness's bf16 rule (kwiki_families.compare), max abs error, NaN count, and the median
-# time of the kernel beside torch.nn.functional.linear (CUDA events). One failing shape does not stop the rest.
+# time of the kernel beside torch.nn.functional.linear (CUDA events). The shapes run in a child process; when
+# it dies (a device fault poisons its CUDA context) or a shape hangs past SHAPE_TIMEOUT_S, that shape FAILs
+# and a new child takes the rest, so one failing shape does not stop the others.
 # Usage (on the GPU machine, the DSL importable): python3 bench/gpu/check_gemm_cutedsl.py
 import importlib.util
 import json
 import os
+import queue
+import subprocess
 import sys
 import tempfile
+import threading
 import traceback
 
 import torch
@@ -19,6 +24,7 @@ import torch.nn.functional as F
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TASKS = os.path.join(ROOT, "data", "tasks")
 REPS, WARMUP = 50, 10
+SHAPE_TIMEOUT_S = 300  # one shape, its first compile included
 # (name, M, N, K, bias) beyond the tasks': tails in M, N and K (K % 64 != 0 but K % 8 == 0: still TMA).
 EXTRA = [("tail_m77_n200_k136_bias", 77, 200, 136, True), ("tail_m130_n136_k72", 130, 136, 72, False),
          ("tail_m1_n8_k8_bias", 1, 8, 8, True), ("tail_m300_n1000_k40", 300, 1000, 40, False)]
@@ -97,7 +103,8 @@ def check_shape(kernel, name, m, n, k, with_bias):
     launch()
     torch.cuda.synchronize()
     nans = int(torch.isnan(out).sum())
-    ok, why, max_abs, _ = kernel._families.compare("out", out, want)
+    ok, why, _, _ = kernel._families.compare("out", out, want)
+    max_abs = float(torch.nan_to_num((out.float() - want.float()).abs(), nan=0.0).max())  # over the non-NaN outputs
     us = median_us(launch)
     torch_us = median_us(lambda: F.linear(x, w, bias))
     print("%s %-52s M=%-5d N=%-5d K=%-5d bias=%d path=%s max_abs=%.3g nans=%d  cutedsl %.1f us  F.linear %.1f us%s"
@@ -106,19 +113,70 @@ def check_shape(kernel, name, m, n, k, with_bias):
     return ok
 
 
+def run_child(indices):
+    """The child: the shapes at these indices, one "DONE index ok" line after each."""
+    shapes = task_shapes() + EXTRA
+    kernel = load_kernel()
+    for i in indices:
+        name, m, n, k, with_bias = shapes[i]
+        try:
+            ok = check_shape(kernel, name, m, n, k, with_bias)
+        except Exception:
+            ok = False
+            print("FAIL %s: %s" % (name, traceback.format_exc().strip().splitlines()[-1]), flush=True)
+            traceback.print_exc()
+        print("DONE %d %d" % (i, ok), flush=True)
+
+
+def forward_lines(stream, lines):
+    """Every line of the child's stdout into the queue, then None when it closes."""
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+def run_parent():
+    """Children over the pending shapes until each has a result; returns the count of failures."""
+    shapes = task_shapes() + EXTRA
+    pending, failed = list(range(len(shapes))), 0
+    while pending:
+        child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child"] + [str(i) for i in pending],
+                                 stdout=subprocess.PIPE, text=True)
+        lines = queue.Queue()
+        threading.Thread(target=forward_lines, args=(child.stdout, lines), daemon=True).start()
+        while pending:
+            try:
+                line = lines.get(timeout=SHAPE_TIMEOUT_S)
+            except queue.Empty:
+                line = "TIMEOUT"
+            if line is None or line == "TIMEOUT":
+                # The child died or hangs at the first pending shape: that shape fails, a new child takes the rest.
+                child.kill()
+                child.wait()
+                why = "no result in %d s" % SHAPE_TIMEOUT_S if line == "TIMEOUT" else "the process died (rc %s)" % child.returncode
+                print("FAIL %s: %s" % (shapes[pending[0]][0], why), flush=True)
+                failed += 1
+                pending.pop(0)
+                break
+            if line.startswith("DONE "):
+                _, index, ok = line.split()
+                pending.remove(int(index))
+                failed += ok != "1"
+            else:
+                print(line, end="", flush=True)
+        else:
+            child.wait()
+    return failed
+
+
 def main():
     if not torch.cuda.is_available():
         sys.exit("check_gemm_cutedsl.py: no CUDA device here")
+    if sys.argv[1:2] == ["--child"]:
+        run_child([int(i) for i in sys.argv[2:]])
+        return
     print("device: %s" % torch.cuda.get_device_name(), flush=True)
-    kernel = load_kernel()
-    failed = 0
-    for name, m, n, k, with_bias in task_shapes() + EXTRA:
-        try:
-            failed += not check_shape(kernel, name, m, n, k, with_bias)
-        except Exception:
-            failed += 1
-            print("FAIL %s: %s" % (name, traceback.format_exc().strip().splitlines()[-1]), flush=True)
-            traceback.print_exc()
+    failed = run_parent()
     print("%s: %d shape(s) failed" % ("FAIL" if failed else "PASS", failed), flush=True)
     sys.exit(1 if failed else 0)
 
