@@ -113,11 +113,15 @@ class TmaWgmmaGemm:
         tsw, tgw = cpasync.tma_partition(tma_w, 0, cute.make_layout(1), cute.group_modes(sw, 0, 2), cute.group_modes(gw, 0, 2))
         k_tiles = cute.size(gx, mode=[2])
 
-        # This warpgroup's share of the MMA: wgmma descriptors over the stages, its accumulators.
+        # This warpgroup's share of the MMA: wgmma descriptors over the stages. Every thread of a warpgroup
+        # sees the same A and B, so the warpgroup's first thread slices them (uniform descriptors).
         thr_mma = tiled_mma.get_slice(cute.arch.make_warp_uniform(tid // WARPGROUP) * WARPGROUP)
         tcx = tiled_mma.make_fragment_A(thr_mma.partition_A(sx))
         tcw = tiled_mma.make_fragment_B(thr_mma.partition_B(sw))
-        tcout = thr_mma.partition_C(gout)
+        # The accumulators differ per thread: C is sliced by the thread's own index, never the warpgroup's
+        # (that slice gave every thread its warpgroup's first thread's 64 (m, n): the H200's NaN MISMATCH).
+        thr_out = tiled_mma.get_slice(tid)
+        tcout = thr_out.partition_C(gout)
         acc = cute.make_rmem_tensor(tcout.shape, cutlass.Float32)
         acc.fill(0.0)
         tiled_mma.set(warpgroup.Field.ACCUMULATE, True)  # every wgmma adds to acc (zeroed above)
@@ -151,7 +155,7 @@ class TmaWgmmaGemm:
 
         # Epilogue: (m, n) of each accumulator from an identity tensor partitioned like out; only
         # elements inside out are stored (tail tiles), each rounded once after the fp32 bias.
-        tccoord = thr_mma.partition_C(cute.local_tile(cute.make_identity_tensor(mout.shape), (TILE_M, TILE_N), (bm, bn)))
+        tccoord = thr_out.partition_C(cute.local_tile(cute.make_identity_tensor(mout.shape), (TILE_M, TILE_N), (bm, bn)))
         for i in cutlass.range_constexpr(cute.size(acc)):
             if cute.elem_less(tccoord[i], mout.shape):
                 v = acc[i]
