@@ -178,6 +178,17 @@ Analysis analyse(const Kernel& k) {
     const Node& n = k.nodes[id];
     if (n.level != Level::kElem || n.op == OpKind::kLoad || n.op == OpKind::kReduce) continue;
     if (n.op == OpKind::kCast && k.nodes[n.args[0]].op == OpKind::kLoad) continue;
+    // Only a value a division or a transcendental computes is worth the registers (exp(x - max));
+    // a cheap one (fused_add_rms_norm's rounded x + residual) is computed again from the row's chunks.
+    bool costly = false;
+    std::function<void(int)> cost = [&](int x) {
+      const Node& m = k.nodes[x];
+      if (costly || m.level != Level::kElem || m.op == OpKind::kLoad || m.op == OpKind::kReduce) return;
+      costly = m.op == OpKind::kPointwise && m.pw->costly;
+      for (int y : m.args) cost(y);
+    };
+    cost(id);
+    if (!costly) continue;
     int uses = 0;
     for (const auto& p : passes) uses += p.count(id) > 0;
     if (uses < 2) continue;
@@ -220,6 +231,10 @@ class Writer {
 
   /// How a load outside a chunk, an in-chunk load, and a reduce result are spelled.
   std::function<std::string(int)> chunk_value;  ///< load node id -> its value in the current chunk element
+  /// The GPU row kernels: a row divisor's reciprocal once a row (recip, kw_div_by). Not in the
+  /// elementwise kernel, where it would be once a chunk and its branch an element spilled (fp8
+  /// static quant, 4 chunks a step: 4 bytes).
+  bool row_divisors = false;
   std::string indent = "    ";
 
   std::string size(int slot) const {
@@ -272,7 +287,7 @@ class Writer {
         return;
       }
       for (int x : n.args) walk(x);
-      if (b_ != Backend::kCpu && divides_by_row(k_, n) && ready(n.args[1], done_reduces)) recip(n.args[1]);
+      if (row_divisors && divides_by_row(k_, n) && ready(n.args[1], done_reduces)) recip(n.args[1]);
     };
     for (int t : targets) walk(t);
   }
@@ -821,9 +836,11 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
            "  else kernel_elementwise<W, kFlat, unsigned long long><<<grid, 256, 0, stream>>>(a, static_cast<unsigned long long>(rows), static_cast<unsigned long long>(nacc));\n"
            "  return kwiki_last_error();\n}\n\n";
   } else {
+    const RowLaunchRule& rule = row_launch_rule(k, an, vec_stores);
     // Rows: the row's chunks in registers (VPT per thread, next row prefetched), or re-read per pass (VPT = 0).
     const auto body = [&](bool registers) {
       Writer w(k, backend, an);
+      w.row_divisors = true;
       std::set<int> rowless_used;  // the weight chunks the current pass reads
       w.indent = "      ";
       if (registers) {
@@ -949,7 +966,8 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     const std::string reg_body = body(true), loop_body = body(false);
     src += "/// Rows: one row per warp (short rows) or per block; with VPT > 0 this thread's chunks of the row are\n"
            "/// held in registers and the next row's are loaded while this one is reduced (a resident grid strides\n"
-           "/// over the rows); with VPT = 0 (rows too long for registers) each pass re-reads the row (from L2).\n";
+           "/// over the rows; launched one block a row, no prefetch); with VPT = 0 (rows too long for registers)\n"
+           "/// each pass re-reads the row (from L2).\n";
     src += "/// kCluster > 1 (CUDA, VPT = 0): a cluster of kCluster blocks shares each row (kw_cluster_row).\n";
     src += "template <int W, int VPT, bool kWarpRow, int kCluster = 1>\nKWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT)) kernel_rows(const Args a) {\n";
     src += "  using G = kw_row_group<kWarpRow, kCluster>;\n  const int r = G::rank();\n  const int gs = G::size();\n";
@@ -971,13 +989,20 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
         if (!an.row_varying[ci]) rowless.push_back(ci);
       std::string bytes = "0";
       for (std::size_t ci : rowless) bytes += " + sizeof(" + chunk_type(ci) + ")";
-      // The budget: half the registers the launch bound leaves a thread, for this row's and the next
-      // row's chunks, the kept values and the held chunks together (the rest is ptxas's).
+      // Only on a resident grid (a block serves many rows), for a warp a row or two chunks a thread and
+      // more (layer_norm.cuh loads its weights early from two on; at one chunk a thread in a block of
+      // 1024 ptxas aimed at 32 registers and spilled 8 bytes when they were held). The budget: half
+      // the registers the launch bound leaves a thread, for this row's and the next row's chunks, the
+      // kept values and the held chunks together.
       const std::string kept = std::to_string(an.kept.size());
-      src += "    // Chunks every row reads alike, this thread's, held across the rows when they fit in half the registers\n"
-             "    // beside this row's and the next row's chunks and the kept values.\n";
-      src += "    constexpr int kKeptBytes = " + kept + " * VPT * W <= 16 ? " + kept + " * VPT * W * 4 : 0;\n";
-      src += "    constexpr bool kHold = 2 * sizeof(Slice) + (" + bytes + ") * VPT + kKeptBytes <= 131072 / kwiki::row_block_bound(W, VPT);\n";
+      src += "    // Chunks every row reads alike, this thread's, held across the rows (a warp a row, or two chunks a thread\n"
+             "    // and more) when they fit in half the registers beside this row's and the next row's chunks and the kept values.\n";
+      if (rule.resident)
+        src += "    constexpr int kKeptBytes = " + kept + " * VPT * W <= 16 ? " + kept + " * VPT * W * 4 : 0;\n"
+               "    constexpr bool kHold = (kWarpRow || VPT >= 2) &&\n"
+               "                           2 * sizeof(Slice) + (" + bytes + ") * VPT + kKeptBytes <= 131072 / kwiki::row_block_bound(W, VPT);\n";
+      else
+        src += "    constexpr bool kHold = false;  // one block a row: no row to share them with\n";
       src += "    struct Hold {\n";
       for (std::size_t ci : rowless) src += "      " + chunk_type(ci) + " l" + std::to_string(ci) + "[kHold ? VPT : 1];\n";
       if (rowless.empty()) src += "      int unused;\n";
@@ -997,7 +1022,10 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
         src += w.out();
       }
     }
-    src += "    kwiki::for_each_row_prefetched<G, Slice>(\n        rows,\n        [&](long long row, Slice& s) {\n";
+    // A resident grid loads the next row while this one is reduced; one block a row has no next row,
+    // and keeps no registers for one.
+    src += std::string("    ") + (rule.resident ? "kwiki::for_each_row_prefetched" : "kw_for_each_row") +
+           "<G, Slice>(\n        rows,\n        [&](long long row, Slice& s) {\n";
     {
       Writer w(k, backend, an);
       w.indent = "          ";
@@ -1016,7 +1044,6 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     }
     src += "        },\n        [&](long long row, const Slice& s) {\n" + reg_body + "        });\n";
     src += "  } else {\n    for (long long row = G::first_row(); row < rows; row += G::row_stride()) {\n" + loop_body + "    }\n  }\n}\n\n";
-    const RowLaunchRule& rule = row_launch_rule(k, an, vec_stores);
     // The row chunk a thread's VPT counts (the first that moves with the row), for kMinVpt.
     std::string row_chunk = "kw_chunk<float, W>";
     for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci)

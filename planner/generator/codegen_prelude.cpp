@@ -437,6 +437,18 @@ KWIKI_DEVICE void kw_store_chunk(T* __restrict__ p, const V (&v)[W]) {
   }
 }
 
+/// kwiki::for_each_row_prefetched's contract without the prefetch: each row's slice loaded right
+/// before its body. For launches of one block a row, where no next row shares the block and the
+/// registers of a second slice would only cost occupancy.
+template <typename G, typename Slice, typename Load, typename Body>
+KWIKI_DEVICE void kw_for_each_row(long long rows, Load&& load, Body&& body) {
+  for (long long row = G::first_row(); row < rows; row += G::row_stride()) {
+    Slice cur;
+    load(row, cur);
+    body(row, static_cast<const Slice&>(cur));
+  }
+}
+
 inline bool chunk_aligned(const void* p, int bytes) { return (reinterpret_cast<std::uintptr_t>(p) % static_cast<unsigned>(bytes)) == 0; }
 
 // ---- Split rows: one row over a cluster of kCluster blocks (Hopper thread-block clusters) ----
