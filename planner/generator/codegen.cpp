@@ -989,9 +989,10 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
         if (!an.row_varying[ci]) rowless.push_back(ci);
       std::string bytes = "0";
       for (std::size_t ci : rowless) bytes += " + sizeof(" + chunk_type(ci) + ")";
-      // Only on a resident grid (a block serves many rows), for a warp a row or two chunks a thread and
-      // more (layer_norm.cuh loads its weights early from two on; at one chunk a thread in a block of
-      // 1024 ptxas aimed at 32 registers and spilled 8 bytes when they were held). The budget: half
+      // Only on a resident grid (a block serves many rows), on the vector path, for a warp a row or two
+      // chunks a thread and more (layer_norm.cuh loads its weights early from two on; ptxas spilled
+      // 8 bytes at one chunk in a block of 1024, and 4 on the scalar path of a layer norm with weight
+      // and bias as inputs at four, when they were held). The budget: half
       // the registers the launch bound leaves a thread, for this row's and the next row's chunks, the
       // kept values and the held chunks together.
       const std::string kept = std::to_string(an.kept.size());
@@ -999,7 +1000,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
              "    // and more) when they fit in half the registers beside this row's and the next row's chunks and the kept values.\n";
       if (rule.resident)
         src += "    constexpr int kKeptBytes = " + kept + " * VPT * W <= 16 ? " + kept + " * VPT * W * 4 : 0;\n"
-               "    constexpr bool kHold = (kWarpRow || VPT >= 2) &&\n"
+               "    constexpr bool kHold = W > 1 && (kWarpRow || VPT >= 2) &&\n"
                "                           2 * sizeof(Slice) + (" + bytes + ") * VPT + kKeptBytes <= 131072 / kwiki::row_block_bound(W, VPT);\n";
       else
         src += "    constexpr bool kHold = false;  // one block a row: no row to share them with\n";
