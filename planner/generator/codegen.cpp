@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -177,6 +178,17 @@ Analysis analyse(const Kernel& k) {
     const Node& n = k.nodes[id];
     if (n.level != Level::kElem || n.op == OpKind::kLoad || n.op == OpKind::kReduce) continue;
     if (n.op == OpKind::kCast && k.nodes[n.args[0]].op == OpKind::kLoad) continue;
+    // Only a value a division or a transcendental computes is worth the registers (exp(x - max));
+    // a cheap one (fused_add_rms_norm's rounded x + residual) is computed again from the row's chunks.
+    bool costly = false;
+    std::function<void(int)> cost = [&](int x) {
+      const Node& m = k.nodes[x];
+      if (costly || m.level != Level::kElem || m.op == OpKind::kLoad || m.op == OpKind::kReduce) return;
+      costly = m.op == OpKind::kPointwise && m.pw->costly;
+      for (int y : m.args) cost(y);
+    };
+    cost(id);
+    if (!costly) continue;
     int uses = 0;
     for (const auto& p : passes) uses += p.count(id) > 0;
     if (uses < 2) continue;
@@ -193,6 +205,25 @@ Analysis analyse(const Kernel& k) {
   return a;
 }
 
+/// A division of an element by a value the same for the whole row or kernel (x / scale, exp(x) /
+/// sum): on the GPU its divisor's reciprocal is taken once, where the divisor is (kw_recip), and each
+/// element divides through it (kw_div_by, the division's bits without a division an element).
+bool divides_by_row(const Kernel& k, const Node& n) {
+  if (n.op != OpKind::kPointwise || std::string_view(n.pw->name) != "div" || n.level != Level::kElem) return false;
+  const Node& divisor = k.nodes[n.args[1]];
+  const auto single = [](DType d) { return std::string_view(dtype_row(d).compute) != "double"; };
+  return divisor.level != Level::kElem && single(n.dtype) && single(divisor.dtype) && single(k.nodes[n.args[0]].dtype);
+}
+
+/// Whether node `id` reads a reduction's result (through any of its operands).
+bool reads_reduction(const Kernel& k, int id) {
+  const Node& n = k.nodes[id];
+  if (n.op == OpKind::kReduce) return true;
+  for (int x : n.args)
+    if (reads_reduction(k, x)) return true;
+  return false;
+}
+
 /// Writes expressions of nodes as statements, in nested scopes.
 class Writer {
  public:
@@ -200,6 +231,10 @@ class Writer {
 
   /// How a load outside a chunk, an in-chunk load, and a reduce result are spelled.
   std::function<std::string(int)> chunk_value;  ///< load node id -> its value in the current chunk element
+  /// The GPU row kernels: a row divisor's reciprocal once a row (recip, kw_div_by). Not in the
+  /// elementwise kernel, where it would be once a chunk and its branch an element spilled (fp8
+  /// static quant, 4 chunks a step: 4 bytes).
+  bool row_divisors = false;
   std::string indent = "    ";
 
   std::string size(int slot) const {
@@ -252,8 +287,27 @@ class Writer {
         return;
       }
       for (int x : n.args) walk(x);
+      if (row_divisors && divides_by_row(k_, n) && ready(n.args[1], done_reduces)) recip(n.args[1]);
     };
     for (int t : targets) walk(t);
+  }
+
+  /// Whether row-level node `id` can be computed now: every reduction it reads is done.
+  bool ready(int id, const std::set<int>& done_reduces) const {
+    const Node& n = k_.nodes[id];
+    if (n.op == OpKind::kReduce) return done_reduces.count(id) > 0;
+    for (int x : n.args)
+      if (!ready(x, done_reduces)) return false;
+    return true;
+  }
+
+  /// The reciprocal of row-level node `id`, written once into the current scope.
+  std::string recip(int id) {
+    if (const auto r = find(recip_key(id))) return *r;
+    const std::string d = value(id), name = "rcp" + std::to_string(id);
+    line("const float " + name + " = kw_recip(static_cast<float>(" + d + "));  // 1 / " + d + ", once for the divisions by it");
+    scopes_.back()[recip_key(id)] = name;
+    return name;
   }
 
   /// Kept values (register variant): 0 not yet computed, 1 computed in this pass, 2 readable from keep<id>.
@@ -265,8 +319,7 @@ class Writer {
   }
 
   std::string value(int id) {
-    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
-      if (const auto f = it->find(id); f != it->end()) return f->second;
+    if (const auto f = find(id)) return *f;
     const Node& n = k_.nodes[id];
     const std::string v = "v" + std::to_string(id);
     if (const auto ks = keep_state.find(id); ks != keep_state.end() && ks->second == 2) {
@@ -310,6 +363,8 @@ class Writer {
         std::vector<std::string> xs;
         for (int x : n.args) xs.push_back(value(x));
         std::string s = b_ == Backend::kCpu ? n.pw->cpu : b_ == Backend::kCuda ? n.pw->cuda : n.pw->hip;
+        if (const auto r = find(recip_key(n.args[1])); r && b_ != Backend::kCpu && divides_by_row(k_, n))
+          s = "kw_div_by(static_cast<float>($0), static_cast<float>($1), " + *r + ")";
         for (int i = static_cast<int>(xs.size()) - 1; i >= 0; --i) s = replace_all(s, "$" + std::to_string(i), xs[i]);
         expr = round(n.dtype, "static_cast<" + ct + ">(" + s + ")");
         break;
@@ -363,6 +418,14 @@ class Writer {
   }
 
  private:
+  /// Scope keys: a node's value under its id, its reciprocal (recip) under recip_key(id).
+  static int recip_key(int id) { return -2 - id; }
+  std::optional<std::string> find(int key) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (const auto f = it->find(key); f != it->end()) return f->second;
+    return std::nullopt;
+  }
+
   const Kernel& k_;
   Backend b_;
   const Analysis& an_;
@@ -588,6 +651,39 @@ int vector_width(const Kernel& k, const Analysis& an) {
   return w;
 }
 
+/// How a row kernel is launched: as the hand template of the same make is, each launch measured on
+/// the H200 (the numbers in the templates' comments, from bench/gpu/row_launch_sweep.cu).
+struct RowLaunchRule {
+  const char* like;  ///< the hand template
+  const char* why;   ///< what its measurement found
+  int min_bytes;     ///< bytes of the row a thread holds at least (kMinVpt chunks): fewer threads a row, more rows an SM
+  bool resident;     ///< a resident grid whose blocks stride over the rows, the next row prefetched; else a block a row
+};
+enum class RowMake : std::uint8_t { kQuantize, kInPlace, kTwoReductions, kNorm, kCount };
+constexpr RowLaunchRule kRowLaunchRules[] = {
+    {"fp8_quant.cuh", "four 16-byte accesses a thread and one block a row, 83.0 -> 64.3 us at 16384 x 5120", 64, false},
+    {"fused_add_rms_norm.cuh", "one block a row, the residual written before the barrier", 16, false},
+    {"layer_norm.cuh", "two 16-byte accesses a thread, 50.5 -> 48.1 us at 16384 x 2560", 32, true},
+    {"rms_norm.cuh", "a resident grid prefetching the next row, 2.87 -> 3.78 TB/s at 16384 x 8192", 16, true},
+};
+static_assert(sizeof(kRowLaunchRules) / sizeof(kRowLaunchRules[0]) == static_cast<std::size_t>(RowMake::kCount), "a row make is a rule");
+
+/// The make of a row kernel: a quantization (one reduction, one-byte element results from a wider
+/// row), a buffer updated in place, two or more reductions, or a norm (one reduction).
+const RowLaunchRule& row_launch_rule(const Kernel& k, const Analysis& an, const std::vector<int>& vec_stores) {
+  int widest_in = 0, narrowest_out = 16;
+  for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci)
+    if (an.row_varying[ci]) widest_in = std::max(widest_in, dtype_row(k.buffers[k.nodes[an.chunk_node[ci]].access.buffer].dtype).bytes);
+  for (int si : vec_stores) narrowest_out = std::min(narrowest_out, dtype_row(k.buffers[k.stores[si].access.buffer].dtype).bytes);
+  bool in_place = false;
+  for (const Buffer& b : k.buffers) in_place = in_place || b.role == "updated";
+  RowMake make = RowMake::kNorm;
+  if (an.reduces.size() == 1 && narrowest_out == 1 && widest_in > 1) make = RowMake::kQuantize;
+  else if (in_place) make = RowMake::kInPlace;
+  else if (an.reduces.size() >= 2) make = RowMake::kTwoReductions;
+  return kRowLaunchRules[static_cast<int>(make)];
+}
+
 std::string emit_gpu(const Kernel& k, Backend backend) {
   const Analysis an = analyse(k);
   const Skeleton sk = schedule(k);
@@ -606,6 +702,11 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     const int st = an.chunk_stride[ci];
     const std::string off = (st > 1 ? w.row_offset(acc, std::to_string(an.chunk_base[ci]) + "LL") : w.row_offset(acc)) + w.index_term(n);
     return w.buf(acc.buffer) + " + (" + off + ") + static_cast<long long>(" + chunk_var + ") * W" + (st > 1 ? " * " + std::to_string(st) : std::string());
+  };
+  // A chunk of a buffer the kernel only reads loads through the read-only path (kw_chunk::load_ro).
+  const auto load_fn = [&](std::size_t ci) {
+    const std::string& role = k.buffers[k.nodes[an.chunk_node[ci]].access.buffer].role;
+    return std::string(role == "input" || role == "param" ? ".load_ro(" : ".load(");
   };
   const auto pick = [&](int id) {
     const int ci = an.chunk_of.at(id), st = an.chunk_stride[ci];
@@ -628,9 +729,26 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
   for (std::size_t i = 0; i < k.stores.size(); ++i)
     if (is_const(k, k.stores[i].access.inner, 1) && k.nodes[k.stores[i].node].level == Level::kElem) vec_stores.push_back(static_cast<int>(i));
 
-  // The per-chunk element loop over j, writing every store; shared by both skeletons.
-  const auto final_pass = [&](Writer& w, const std::string& chunk_var, bool skip_row_stores) {
-    for (int si : vec_stores) w.line(compute_type(k.nodes[k.stores[si].node].dtype) + " st" + std::to_string(si) + "[W];");
+  // Element results no reduction feeds (fused_add_rms_norm's residual) the register row kernel
+  // writes in its first pass, before the first barrier, as the hand template does. Only into a
+  // buffer the kernel reads through this row's chunks alone (in registers by then), never re-read.
+  std::set<int> early_stores;
+  for (int si : vec_stores) {
+    const int b = k.stores[si].access.buffer;
+    bool chunks_only = true;
+    for (std::size_t id = 0; id < k.nodes.size(); ++id) {
+      const Node& n = k.nodes[id];
+      if (n.op != OpKind::kLoad || n.access.buffer != b) continue;
+      const auto ci = an.chunk_of.find(static_cast<int>(id));
+      chunks_only = chunks_only && ci != an.chunk_of.end() && an.row_varying[ci->second];
+    }
+    if (chunks_only && !reads_reduction(k, stored_node(k, k.stores[si]))) early_stores.insert(si);
+  }
+
+  // The per-chunk element loop over j, writing the stores `which` names; shared by both skeletons.
+  const auto final_pass = [&](Writer& w, const std::string& chunk_var, const std::set<int>& which) {
+    for (int si : vec_stores)
+      if (which.count(si)) w.line(compute_type(k.nodes[k.stores[si].node].dtype) + " st" + std::to_string(si) + "[W];");
     w.line("#pragma unroll");
     w.line("for (int j = 0; j < W; ++j) {");
     w.push();
@@ -641,7 +759,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     for (std::size_t i = 0; i < k.stores.size(); ++i) {
       const Store& s = k.stores[i];
       const Buffer& b = k.buffers[s.access.buffer];
-      if (skip_row_stores && k.nodes[s.node].level != Level::kElem && is_const(k, s.access.inner, 0)) continue;
+      if (!which.count(static_cast<int>(i))) continue;
       const std::string v = w.value(stored_node(k, s));
       if (std::find(vec_stores.begin(), vec_stores.end(), static_cast<int>(i)) != vec_stores.end()) {
         w.line("st" + std::to_string(i) + "[j] = " + v + ";  // " + b.name);
@@ -656,6 +774,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     w.pop();
     w.line("}");
     for (int si : vec_stores) {
+      if (!which.count(si)) continue;
       const Store& s = k.stores[si];
       const Buffer& b = k.buffers[s.access.buffer];
       w.line("kw_store_chunk<W>(" + w.buf(s.access.buffer) + " + (" + w.row_offset(s.access) + ") + static_cast<long long>(" + chunk_var + ") * W, st" +
@@ -667,7 +786,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
   const auto chunk_loads = [&](Writer& w, const std::string& chunk_var) {
     for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
       w.line(chunk_type(ci) + " l" + std::to_string(ci) + ";");
-      w.line("l" + std::to_string(ci) + ".load(" + chunk_ptr(w, ci, chunk_var) + ");");
+      w.line("l" + std::to_string(ci) + load_fn(ci) + chunk_ptr(w, ci, chunk_var) + ");");
     }
   };
 
@@ -685,7 +804,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     wl.indent = "        ";
     coords(wl);
     for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci)
-      wl.line("l" + std::to_string(ci) + "[u].load(" + chunk_ptr(wl, ci, "chunk") + ");");
+      wl.line("l" + std::to_string(ci) + "[u]" + load_fn(ci) + chunk_ptr(wl, ci, "chunk") + ");");
     Writer w(k, backend, an);  // the values and stores of chunk u
     w.indent = "        ";
     w.chunk_value = [&](int id) { return "l" + std::to_string(an.chunk_of.at(id)) + "[u]" + pick(id); };
@@ -693,7 +812,9 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     std::vector<int> targets;
     for (const auto& s : k.stores) targets.push_back(s.node);
     w.hoist(targets, {});
-    final_pass(w, "chunk", false);
+    std::set<int> all_stores;
+    for (std::size_t i = 0; i < k.stores.size(); ++i) all_stores.insert(static_cast<int>(i));
+    final_pass(w, "chunk", all_stores);
     std::string decls;
     for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) decls += "    " + chunk_type(ci) + " l" + std::to_string(ci) + "[U];\n";
     const std::string step = "      const IdxT v = first + static_cast<IdxT>(u) * stride;\n      if (v >= total) break;\n";
@@ -715,13 +836,17 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
            "  else kernel_elementwise<W, kFlat, unsigned long long><<<grid, 256, 0, stream>>>(a, static_cast<unsigned long long>(rows), static_cast<unsigned long long>(nacc));\n"
            "  return kwiki_last_error();\n}\n\n";
   } else {
+    const RowLaunchRule& rule = row_launch_rule(k, an, vec_stores);
     // Rows: the row's chunks in registers (VPT per thread, next row prefetched), or re-read per pass (VPT = 0).
     const auto body = [&](bool registers) {
       Writer w(k, backend, an);
+      w.row_divisors = true;
+      std::set<int> rowless_used;  // the weight chunks the current pass reads
       w.indent = "      ";
       if (registers) {
         w.chunk_value = [&](int id) {
           const int ci = an.chunk_of.at(id);
+          if (!an.row_varying[ci]) rowless_used.insert(ci);
           return (an.row_varying[ci] ? "s.l" + std::to_string(ci) + "[i]" : "l" + std::to_string(ci)) + pick(id);
         };
         for (int id : an.kept) w.keep_state[id] = 0;
@@ -748,16 +873,25 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
           w.line("const int chunk = r + i * gs;");
           w.line("if (chunk < nacc) {");
           w.indent += "  ";
-          // Chunks every row reads alike (weights) are loaded where used, not held per row.
-          for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
-            if (an.row_varying[ci]) continue;
-            w.line(chunk_type(ci) + " l" + std::to_string(ci) + ";");
-            w.line("l" + std::to_string(ci) + ".load(" + chunk_ptr(w, ci, "chunk") + ");");
-          }
         } else {
           chunk_loads(w, "chunk");
         }
+        const std::size_t mark = w.out().size();
+        rowless_used.clear();
         inner_body();
+        if (registers) {
+          // Chunks every row reads alike (weights) that this pass reads: this thread's, loaded once
+          // before the rows when they fit (kHold), else here.
+          const std::string body_text = w.out().substr(mark);
+          w.out().resize(mark);
+          for (int ci : rowless_used) {
+            const std::string l = "l" + std::to_string(ci);
+            w.line(chunk_type(ci) + " " + l + ";");
+            w.line("if constexpr (kHold) " + l + " = hold." + l + "[i];");
+            w.line("else " + l + load_fn(ci) + chunk_ptr(w, ci, "chunk") + ");");
+          }
+          w.out() += body_text;
+        }
         if (registers) {
           w.indent = saved + "  ";
           w.line("}");
@@ -789,6 +923,10 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
               w.indent = s2;
               w.pop();
               w.line("}");
+              if (registers && id == an.reduces.front() && !early_stores.empty()) {
+                w.line("// Results no reduction feeds, written before the first barrier.");
+                final_pass(w, chunk_var, early_stores);
+              }
             },
             [&] {
               switch (n.reduce) {
@@ -816,18 +954,20 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
         w.line("if (r == 0) { const long long c = 0; (void)c; " + w.buf(s.access.buffer) + "[" + w.offset(s.access) + "] = kw_from_c<" +
                storage_type(b.dtype, backend) + ">(" + v + "); }  // " + b.name);
       }
-      bool elem_stores = false;
-      for (const auto& s : k.stores) elem_stores = elem_stores || k.nodes[s.node].level == Level::kElem;
-      if (elem_stores) {
-        // The final pass writes every element result (the row-level ones were written above).
-        pass([&] { final_pass(w, chunk_var, true); }, [] {});
+      // The final pass writes every other element result (the row-level ones were written above).
+      std::set<int> rest;
+      for (std::size_t i = 0; i < k.stores.size(); ++i) {
+        const bool row_store = std::find(row_stores.begin(), row_stores.end(), static_cast<int>(i)) != row_stores.end();
+        if (!row_store && !(registers && early_stores.count(static_cast<int>(i)))) rest.insert(static_cast<int>(i));
       }
+      if (!rest.empty()) pass([&] { final_pass(w, chunk_var, rest); }, [] {});
       return w.out();
     };
     const std::string reg_body = body(true), loop_body = body(false);
     src += "/// Rows: one row per warp (short rows) or per block; with VPT > 0 this thread's chunks of the row are\n"
            "/// held in registers and the next row's are loaded while this one is reduced (a resident grid strides\n"
-           "/// over the rows); with VPT = 0 (rows too long for registers) each pass re-reads the row (from L2).\n";
+           "/// over the rows; launched one block a row, no prefetch); with VPT = 0 (rows too long for registers)\n"
+           "/// each pass re-reads the row (from L2).\n";
     src += "/// kCluster > 1 (CUDA, VPT = 0): a cluster of kCluster blocks shares each row (kw_cluster_row).\n";
     src += "template <int W, int VPT, bool kWarpRow, int kCluster = 1>\nKWIKI_GLOBAL void __launch_bounds__(kwiki::row_block_bound(W, VPT)) kernel_rows(const Args a) {\n";
     src += "  using G = kw_row_group<kWarpRow, kCluster>;\n  const int r = G::rank();\n  const int gs = G::size();\n";
@@ -840,7 +980,53 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
       src += "      " + chunk_type(ci) + " l" + std::to_string(ci) + "[VPT];\n";
     }
     if (!any_slice) src += "      int unused;\n";
-    src += "    };\n    kwiki::for_each_row_prefetched<G, Slice>(\n        rows,\n        [&](long long row, Slice& s) {\n";
+    src += "    };\n";
+    {
+      // This thread's chunks of what every row reads alike (weights, biases), loaded once before the
+      // rows when they fit: a resident block then reads them once, not once a row.
+      std::vector<std::size_t> rowless;
+      for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci)
+        if (!an.row_varying[ci]) rowless.push_back(ci);
+      std::string bytes = "0";
+      for (std::size_t ci : rowless) bytes += " + sizeof(" + chunk_type(ci) + ")";
+      // Only on a resident grid (a block serves many rows), on the vector path, for a warp a row or two
+      // chunks a thread and more (layer_norm.cuh loads its weights early from two on; ptxas spilled
+      // 8 bytes at one chunk in a block of 1024, and 4 on the scalar path of a layer norm with weight
+      // and bias as inputs at four, when they were held). The budget: half
+      // the registers the launch bound leaves a thread, for this row's and the next row's chunks, the
+      // kept values and the held chunks together.
+      const std::string kept = std::to_string(an.kept.size());
+      src += "    // Chunks every row reads alike, this thread's, held across the rows (a warp a row, or two chunks a thread\n"
+             "    // and more) when they fit in half the registers beside this row's and the next row's chunks and the kept values.\n";
+      if (rule.resident)
+        src += "    constexpr int kKeptBytes = " + kept + " * VPT * W <= 16 ? " + kept + " * VPT * W * 4 : 0;\n"
+               "    constexpr bool kHold = W > 1 && (kWarpRow || VPT >= 2) &&\n"
+               "                           2 * sizeof(Slice) + (" + bytes + ") * VPT + kKeptBytes <= 131072 / kwiki::row_block_bound(W, VPT);\n";
+      else
+        src += "    constexpr bool kHold = false;  // one block a row: no row to share them with\n";
+      src += "    struct Hold {\n";
+      for (std::size_t ci : rowless) src += "      " + chunk_type(ci) + " l" + std::to_string(ci) + "[kHold ? VPT : 1];\n";
+      if (rowless.empty()) src += "      int unused;\n";
+      src += "    } hold;\n    (void)hold;\n";
+      if (!rowless.empty()) {
+        Writer w(k, backend, an);
+        w.indent = "    ";
+        w.line("if constexpr (kHold) {");
+        w.line("#pragma unroll");
+        w.line("  for (int i = 0; i < VPT; ++i) {");
+        w.line("    const int chunk = r + i * gs;");
+        w.line("    if (chunk < nacc) {");
+        for (std::size_t ci : rowless) w.line("      hold.l" + std::to_string(ci) + "[i]" + load_fn(ci) + chunk_ptr(w, ci, "chunk") + ");");
+        w.line("    }");
+        w.line("  }");
+        w.line("}");
+        src += w.out();
+      }
+    }
+    // A resident grid loads the next row while this one is reduced; one block a row has no next row,
+    // and keeps no registers for one.
+    src += std::string("    ") + (rule.resident ? "kwiki::for_each_row_prefetched" : "kw_for_each_row") +
+           "<G, Slice>(\n        rows,\n        [&](long long row, Slice& s) {\n";
     {
       Writer w(k, backend, an);
       w.indent = "          ";
@@ -851,7 +1037,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
       w.line("  if (chunk < nacc) {");
       for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci) {
         if (!an.row_varying[ci]) continue;
-        w.line("    s.l" + std::to_string(ci) + "[i].load(" + chunk_ptr(w, ci, "chunk") + ");");
+        w.line("    s.l" + std::to_string(ci) + "[i]" + load_fn(ci) + chunk_ptr(w, ci, "chunk") + ");");
       }
       w.line("  }");
       w.line("}");
@@ -859,9 +1045,13 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     }
     src += "        },\n        [&](long long row, const Slice& s) {\n" + reg_body + "        });\n";
     src += "  } else {\n    for (long long row = G::first_row(); row < rows; row += G::row_stride()) {\n" + loop_body + "    }\n  }\n}\n\n";
-    // Two or more reductions (layer norm, softmax) cost a block barrier pair each: at least two
-    // chunks a thread then, so half the threads share a row and twice the rows share an SM.
-    const int min_vpt = an.reduces.size() >= 2 ? 2 : 1;
+    // The row chunk a thread's VPT counts (the first that moves with the row), for kMinVpt.
+    std::string row_chunk = "kw_chunk<float, W>";
+    for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci)
+      if (an.row_varying[ci]) {
+        row_chunk = chunk_type(ci);
+        break;
+      }
     src += "template <int W>\nint launch(const Args& a, long long rows, long long N, kwiki_stream_t stream) {\n"
            "#if KWIKI_PLATFORM_CUDA\n"
            "  // A few rows too long for registers: a cluster of blocks per row (Hopper clusters, vector path).\n"
@@ -874,8 +1064,10 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
            "      if (c == 16 && kw_launch_clusters(kernel_rows<W, 0, false, 8>, 8, rows, stream, a) == 0) return 0;\n"
            "    }\n"
            "  }\n"
-           "#endif\n"
-           "  return kwiki::launch_rows<W, W == 1 ? 1 : " + std::to_string(min_vpt) + ">(\n      N / W, rows, stream, [] { return kernel_rows<W, 0, false>; },\n"
+           "#endif\n" +
+           std::string("  // Launched as ") + rule.like + " is: " + rule.why + ".\n"
+           "  constexpr int kMinVpt = W == 1 ? 1 : (" + std::to_string(rule.min_bytes) + " + static_cast<int>(sizeof(" + row_chunk + ")) - 1) / static_cast<int>(sizeof(" + row_chunk + "));\n"
+           "  return kwiki::launch_rows<W, kMinVpt, " + (rule.resident ? "true" : "false") + ">(\n      N / W, rows, stream, [] { return kernel_rows<W, 0, false>; },\n"
            "      [](auto vpt, auto warp) { return kernel_rows<W, decltype(vpt)::value, decltype(warp)::value>; }, a);\n}\n\n";
   }
   src += "}  // namespace kwgen\n\n";

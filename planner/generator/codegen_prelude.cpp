@@ -247,6 +247,36 @@ KWIKI_DEVICE float kw_div(A a, B b) {
 #endif
 }
 
+/// 1 / b correctly rounded: a row's divisor, taken once a row by kw_div_by.
+KWIKI_DEVICE float kw_recip(float b) {
+#if KWIKI_PLATFORM_CUDA
+  return __frcp_rn(b);
+#else
+  return 1.0f / b;  // IEEE division (HIP divides correctly rounded by default)
+#endif
+}
+/// x / b given y = kw_recip(b) (b the same for a whole row), instead of a division an element (its
+/// MUFU.RCP, range check and slow path bound the fp8 quantization). With KWGEN_FAST_MATH the product
+/// (within 1.5 ulp: kw_div's class). Else the product and two fma corrections with the exact residual
+/// x - b q: after the first q is within one ulp of x / b, so the second gives x / b correctly rounded
+/// (Markstein's theorem: y within half an ulp of 1 / b, no underflow or overflow), the division's
+/// bits. Operands outside [2^-60, 2^60] in magnitude (zeros, subnormals, inf, NaN, where an
+/// intermediate could underflow, overflow or lose the sign of a zero) take the division itself.
+KWIKI_DEVICE float kw_div_by(float x, float b, float y) {
+#if KWGEN_FAST_MATH
+  (void)b;
+  return x * y;
+#else
+  const float ax = fabsf(x), ab = fabsf(b);
+  if ((ax >= 0x1p-60f) & (ax <= 0x1p60f) & (ab >= 0x1p-60f) & (ab <= 0x1p60f)) {
+    const float q0 = x * y;
+    const float q1 = fmaf(fmaf(-b, q0, x), y, q0);
+    return fmaf(fmaf(-b, q1, x), y, q1);
+  }
+  return x / b;
+#endif
+}
+
 KWIKI_DEVICE float kw_abs(float x) { return fabsf(x); }
 KWIKI_DEVICE long long kw_abs(long long x) { return x < 0 ? -x : x; }
 KWIKI_DEVICE bool kw_abs(bool x) { return x; }
@@ -310,6 +340,33 @@ struct kw_chunk {
       w[0] = *reinterpret_cast<const unsigned int*>(p);
     }
   }
+  /// load() from a buffer the kernel only reads (an input or a parameter, never written by it):
+  /// the read-only path on CUDA (ld.global.nc, as the hand templates' const __restrict__ pointers),
+  /// which also lets these loads move past the kernel's stores.
+  KWIKI_DEVICE void load_ro(const T* __restrict__ p) {
+#if KWIKI_PLATFORM_CUDA
+    if constexpr (!kByElement && kBytes % 16 == 0) {
+#pragma unroll
+      for (int q = 0; q < kBytes / 16; ++q) {
+        const uint4 u = __ldg(reinterpret_cast<const uint4*>(p) + q);
+        w[4 * q] = u.x;
+        w[4 * q + 1] = u.y;
+        w[4 * q + 2] = u.z;
+        w[4 * q + 3] = u.w;
+      }
+      return;
+    } else if constexpr (!kByElement && kBytes == 8) {
+      const uint2 u = __ldg(reinterpret_cast<const uint2*>(p));
+      w[0] = u.x;
+      w[1] = u.y;
+      return;
+    } else if constexpr (!kByElement && kBytes == 4) {
+      w[0] = __ldg(reinterpret_cast<const unsigned int*>(p));
+      return;
+    }
+#endif
+    load(p);
+  }
   KWIKI_DEVICE auto get(int j) const {
     if constexpr (sizeof(T) == 4) return kw_to_c(kwiki::bit_cast<T>(w[j]));
     else if constexpr (sizeof(T) == 2) return kw_to_c(kwiki::bit_cast<T>(static_cast<unsigned short>((j & 1) ? (w[j / 2] >> 16) : (w[j / 2] & 0xffffu))));
@@ -317,6 +374,16 @@ struct kw_chunk {
     else return kw_to_c(kwiki::bit_cast<T>(static_cast<unsigned long long>(w[2 * j]) | (static_cast<unsigned long long>(w[2 * j + 1]) << 32)));
   }
 };
+
+/// Two values as e4m3fn bytes (lo in the low byte), kw_f_e4m3<false>'s bytes: on CUDA one
+/// cvt.rn.satfinite.e4m3x2.f32 for the pair when both lie within +-464 (the last rounding boundary;
+/// the saturating cast then agrees with torch's), the scalar conversion otherwise (NaN, overflow).
+KWIKI_DEVICE unsigned int kw_e4m3fn_x2(float lo, float hi) {
+#if KWIKI_PLATFORM_CUDA
+  if ((fabsf(lo) <= 464.f) & (fabsf(hi) <= 464.f)) return __nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3);
+#endif
+  return static_cast<unsigned int>(kw_f_e4m3<false>(lo)) | (static_cast<unsigned int>(kw_f_e4m3<false>(hi)) << 8);
+}
 
 /// Stores W values (compute type) as T at p, in the widest pieces kw_chunk loads.
 template <int W, typename T, typename V>
@@ -329,8 +396,13 @@ KWIKI_DEVICE void kw_store_chunk(T* __restrict__ p, const V (&v)[W]) {
     unsigned int w[kBytes / 4];
 #pragma unroll
     for (int q = 0; q < kBytes / 4; ++q) w[q] = 0;
+    constexpr bool kE4m3Pairs = std::is_same<T, kw_e4m3fn>::value;  // W is a multiple of 4 here
 #pragma unroll
     for (int j = 0; j < W; ++j) {
+      if constexpr (kE4m3Pairs) {
+        if (j % 2 == 0) w[j / 4] |= kw_e4m3fn_x2(static_cast<float>(v[j]), static_cast<float>(v[j + 1])) << (8 * (j % 4));
+        continue;
+      }
       const T t = kw_from_c<T>(v[j]);
       if constexpr (sizeof(T) == 4) w[j] = kwiki::bit_cast<unsigned int>(t);
       else if constexpr (sizeof(T) == 2) w[j / 2] |= static_cast<unsigned int>(kwiki::bit_cast<unsigned short>(t)) << (16 * (j & 1));
@@ -362,6 +434,18 @@ KWIKI_DEVICE void kw_store_chunk(T* __restrict__ p, const V (&v)[W]) {
     } else {
       *reinterpret_cast<unsigned int*>(p) = w[0];
     }
+  }
+}
+
+/// kwiki::for_each_row_prefetched's contract without the prefetch: each row's slice loaded right
+/// before its body. For launches of one block a row, where no next row shares the block and the
+/// registers of a second slice would only cost occupancy.
+template <typename G, typename Slice, typename Load, typename Body>
+KWIKI_DEVICE void kw_for_each_row(long long rows, Load&& load, Body&& body) {
+  for (long long row = G::first_row(); row < rows; row += G::row_stride()) {
+    Slice cur;
+    load(row, cur);
+    body(row, static_cast<const Slice&>(cur));
   }
 }
 

@@ -54,6 +54,9 @@ struct PointwiseOp {
   const char* cuda;       ///< CUDA C++
   const char* hip;        ///< HIP C++
   const char* dsl;        ///< Python for the DSL backends (operands are DSL scalars of the compute type)
+  /// A division or a transcendental (a multi-function-unit instruction or a library call an element):
+  /// a value it computes is worth registers to keep for a later pass; a cheap one is computed again.
+  bool costly = false;
 };
 extern const PointwiseOp kPointwiseOps[];
 extern const std::size_t kPointwiseOpCount;
