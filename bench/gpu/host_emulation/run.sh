@@ -26,6 +26,7 @@ twin="$here/../../../planner/twin"
 for warp in 32 64; do
   "$cxx" -std=c++20 -O2 -pthread -DEMU_WARP=$warp -I "$work" -I "$twin" "$here/fp8_block_gemm_emulation.cpp" "$twin/cpu_reference.cpp" -o "$work/fp8emu$warp"
   "$work/fp8emu$warp"
+done
 # prefill_attention against the fp64 twin: the CUDA-core kernel, then the tensor-core one (32-lane warps).
 twin="$here/../../../planner/twin"
 for tc in 0 1; do
