@@ -180,6 +180,13 @@ template <typename T> static void topk_tests(const std::string& tname) {
     }
     // Negative logits only, k spanning.
     { auto v = normal(9000); for (auto& e : v) e = -std::fabs(e) - 1.f; topk_case<T>(p + "negatives", 3, 3000, v, {1, 1500, 2999}, 0, ip); }
+    // The floor of pass 1 from each thread's first chunks: rows rising and falling (the sample holds
+    // the row's least and its largest values), and k at and past the sampling threads (1024 here).
+    { std::vector<float> v(2 * 40000); for (int i = 0; i < 40000; ++i) v[i] = i * 0.25f - 3000.f, v[40000 + i] = 3000.f - i * 0.25f;
+      topk_case<T>(p + "rising and falling", 2, 40000, v, {100, 100}, 0, ip);
+      topk_case<T>(p + "rising and falling k1", 2, 40000, v, {1, 1}, 0, ip);
+      topk_case<T>(p + "rising k=threads+1, falling k=threads", 2, 40000, v, {1025, 1024}, 0, ip); }
+    { auto v = normal(3 * 50000); topk_case<T>(p + "normal k=1024 and 1025", 3, 50000, v, {1024, 1025, 7}, 0, ip); }
   }
 }
 
