@@ -21,14 +21,15 @@
 // or below the k-th largest's (for a small k most keys fall below it, and their shared-memory
 // atomics, which collide on the few crowded bins of a row of logits, are skipped). When the k-th
 // largest's bin holds at most 4096 values and is neither the NaN bin nor the one of +0 (whose
-// threshold -0 would equal), pass 2 reads the row once more and stores it filtered by bin alone
-// (above the bin kept, below it -inf, in it kept for now) while it gathers the bin's keys and
-// indices in shared memory; the low 20 bits are then selected among those (digits of 8, 8, 4 bits)
-// and the bin's values below the k-th largest set to -inf. Otherwise the low digits are counted
-// over the row (a histogram per warp, so equal digits do not serialize one counter) and a last pass
-// stores the filtered row, every value against the k-th largest. Either way the threshold is the
-// k-th largest key exactly. The row is read twice (three times, and more when a row is mostly
-// ties), besides the sample (two chunks a thread, which pass 1 reads again); no sort.
+// threshold -0 would equal), pass 2 reads the row once more (from its end: the tail that pass 1
+// read last may still be in L2) and stores it filtered by bin alone (above the bin kept, below it
+// -inf, in it kept for now) while it gathers the bin's keys and indices in shared memory; the low
+// 20 bits are then selected among those (digits of 8, 8, 4 bits) and the bin's values below the
+// k-th largest set to -inf. Otherwise the low digits are counted over the row (a histogram per
+// warp, so equal digits do not serialize one counter) and a last pass stores the filtered row,
+// every value against the k-th largest. Either way the threshold is the k-th largest key exactly.
+// The row is read twice (three times, and more when a row is mostly ties), besides the sample (two
+// chunks a thread, which pass 1 reads again); no sort.
 #ifndef KWIKI_TOPK_FILTER_CUH
 #define KWIKI_TOPK_FILTER_CUH
 
@@ -96,31 +97,34 @@ KWIKI_DEVICE void load_chunk(const T* row, long long c, kwiki::Vec<T>& p) {
 
 /// f(c, v) for each of this thread's chunks c of the row (values v as fp32), kUnroll chunks
 /// loaded before the first of them is used (8, or 3 of 8 bf16 or half values: 64 registers at
-/// most, two blocks a multiprocessor). f may store chunk c: it has been read.
-template <typename T, int W, typename F>
+/// most, two blocks a multiprocessor). f may store chunk c: it has been read. kBackward: the walk
+/// starts at the row's end (a pass after a forward one meets first the chunks that are likeliest
+/// still in L2).
+template <typename T, int W, bool kBackward = false, typename F>
 KWIKI_DEVICE void for_each_chunk(const T* row, long long chunks, F&& f) {
   constexpr int kUnroll = W >= 8 ? 3 : 8;
   const long long stride = blockDim.x;
+  const auto chunk = [chunks](long long i) { return kBackward ? chunks - 1 - i : i; };  // the walk's i-th chunk
   long long c = threadIdx.x;
   for (; c + (kUnroll - 1) * stride < chunks; c += kUnroll * stride) {
     kwiki::Vec<T> p[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) load_chunk<T, W>(row, c + u * stride, p[u]);
+    for (int u = 0; u < kUnroll; ++u) load_chunk<T, W>(row, chunk(c + u * stride), p[u]);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       float v[W];
 #pragma unroll
       for (int j = 0; j < W; ++j) v[j] = kwiki_to_float(p[u].v[j]);
-      f(c + u * stride, v);
+      f(chunk(c + u * stride), v);
     }
   }
   for (; c < chunks; c += stride) {
     kwiki::Vec<T> p;
     float v[W];
-    load_chunk<T, W>(row, c, p);
+    load_chunk<T, W>(row, chunk(c), p);
 #pragma unroll
     for (int j = 0; j < W; ++j) v[j] = kwiki_to_float(p.v[j]);
-    f(c, v);
+    f(chunk(c), v);
   }
 }
 
@@ -254,13 +258,13 @@ topk_filter_kernel(const T* x, const long long* __restrict__ ks, long long k_all
       for (int i = threadIdx.x; i < kTopBins; i += blockDim.x) pool[i] = 0u;  // the sample's histogram (copy 0)
       __syncthreads();
     }
-    const unsigned int least = floored ? found_bin : 0u;  // the least first digit counted
+    const int least = floored ? static_cast<int>(found_bin) : 0;  // the least first digit counted
     // Pass 1: the first digit over the row, the keys at or above the floor.
     unsigned int* const top_hist = pool + (warp % kTopCopies) * kTopBins;
     for_each_chunk<T, W>(row, chunks, [&](long long, const float (&v)[W]) {
 #pragma unroll
       for (int j = 0; j < W; ++j) {
-        const unsigned int bin = key_of(v[j]) >> kTopShift;
+        const int bin = static_cast<int>(key_of(v[j]) >> kTopShift);
         if (bin >= least) atomicAdd(&top_hist[bin], 1u);
       }
     });
@@ -273,7 +277,8 @@ topk_filter_kernel(const T* x, const long long* __restrict__ ks, long long k_all
     unsigned int n = 0;  // keys gathered
     if (gather) {
       // Pass 2: the row filtered by its first digit; the values of bin `top` kept and gathered.
-      for_each_chunk<T, W>(row, chunks, [&](long long c, const float (&v)[W]) {
+      // Backward: the tail of the row that pass 1 read last may still be in L2.
+      for_each_chunk<T, W, true>(row, chunks, [&](long long c, const float (&v)[W]) {
         bool drop[W];
 #pragma unroll
         for (int j = 0; j < W; ++j) {
