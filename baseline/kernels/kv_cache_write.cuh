@@ -15,13 +15,18 @@
 // Design, vLLM layout: a block takes a tile of 32 tokens x 256 bytes of their Hkv x D rows (grid
 // striding over the tiles) and stages the key and value tiles in shared memory: the global reads
 // are 16-byte chunks, a token's chunks on neighbouring threads. The stores then index the token
-// fastest: a key chunk is one 16-byte store (X is 16 bytes of elements, so a chunk never leaves
-// its X group) and a value element one store, so when consecutive tokens hold consecutive slots
+// fastest: a key chunk is one 16-byte store (X a multiple of 16 bytes, so a chunk never leaves its
+// X group) and a value element one store, so when consecutive tokens hold consecutive slots
 // of a page (prefill) neighbouring threads write neighbouring offsets along P and fill whole
 // sectors. Each token's slot decides its own addresses, so any slot mapping is served; -1 and
-// slots past the cache store nothing. Flash layout: a block of 128 threads takes 4 tokens (grid
-// striding over T), their rows in 16-byte chunks over the threads, a thread's chunks of the 4
-// tokens loaded before it stores them; key and value rows are contiguous in their slots.
+// slots past the cache store nothing. A token's page and offset are divided out once a tile, into
+// the cache addresses of its row's column 0: column c is then at key_at + (c / X) * P * X + c % X
+// (a shift when X is a power of two) and at value_at + c * P. A thread stores one token of the tile
+// (its staged row read token-fastest without bank conflicts: the value rows are an odd number of
+// words apart), so its value stores step one pointer by a constant and divide nothing.
+// Flash layout: a block of 128 threads takes 4 tokens (grid striding over T), their rows in
+// 16-byte chunks over the threads, a thread's chunks of the 4 tokens loaded before it stores
+// them; key and value rows are contiguous in their slots.
 #ifndef KWIKI_KV_CACHE_WRITE_CUH
 #define KWIKI_KV_CACHE_WRITE_CUH
 
@@ -40,6 +45,7 @@ constexpr long long kMaxBlocks = 1ll << 16;
 struct Shape {
   long long tokens, num_slots;  // T, NB * P
   int kv_heads, head_size, page, x, layout;
+  int x_shift;  // log2(X) when X is a power of two, else -1
 };
 
 /// W elements from p (16 bytes at once when W is the vector width).
@@ -67,6 +73,28 @@ KWIKI_DEVICE void store_chunk(T* __restrict__ p, const T (&in)[W]) {
   }
 }
 
+/// W elements from src to dst (16 bytes at once when W is the vector width).
+template <typename T, int W>
+KWIKI_DEVICE void copy_chunk(T* __restrict__ dst, const T* __restrict__ src) {
+  if constexpr (W == 1) dst[0] = src[0];
+  else kwiki::store_vec(dst, kwiki::load_vec(src));
+}
+
+/// W elements to p in 4-byte words (p 4-byte aligned: a staged value row is an odd number of words).
+template <typename T, int W>
+KWIKI_DEVICE void store_words(T* __restrict__ p, const T (&in)[W]) {
+  if constexpr (W == 1) {
+    p[0] = in[0];
+  } else {
+    kwiki::Vec<T> v;
+#pragma unroll
+    for (int j = 0; j < W; ++j) v.v[j] = in[j];
+    const kwiki::Vec<unsigned int> words = kwiki::bit_cast<kwiki::Vec<unsigned int>>(v);
+#pragma unroll
+    for (int j = 0; j < W * static_cast<int>(sizeof(T)) / 4; ++j) reinterpret_cast<unsigned int*>(p)[j] = words.v[j];
+  }
+}
+
 /// Whether `slot` names a place in the cache (-1 is padding; a slot past the cache is refused by the twin).
 KWIKI_DEVICE bool stores(long long slot, const Shape& s) { return slot >= 0 && slot < s.num_slots; }
 
@@ -76,23 +104,37 @@ template <typename T, int W>
 KWIKI_GLOBAL void __launch_bounds__(kTileThreads)
 kv_cache_write_vllm_kernel(const T* __restrict__ key, const T* __restrict__ value, T* __restrict__ key_cache, T* __restrict__ value_cache,
                            const long long* __restrict__ slot_mapping, Shape s) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "16- and 32-bit elements");
   constexpr int kCols = kTileBytes / static_cast<int>(sizeof(T));  // row elements of a tile
   constexpr int kChunks = kCols / W;                                 // W-element chunks of a tile row
-  constexpr int kPitch = kCols + W;  // a staged row, padded by one chunk so the token-fastest reads spread over the banks
+  constexpr int kWordElems = 4 / static_cast<int>(sizeof(T));        // elements of a 4-byte shared-memory word
+  constexpr int kKeyPitch = kCols + W;             // a staged key row, one chunk of padding: 8 tokens' 16-byte reads on 8 bank groups
+  constexpr int kValuePitch = kCols + kWordElems;  // a staged value row, an odd number of words: 32 tokens' element reads on 32 banks
   constexpr int kLoads = kTileTokens * kChunks / kTileThreads;       // chunks of key (and of value) a thread stages
-  static_assert(kTileTokens * kChunks % kTileThreads == 0, "the threads share a tile's chunks evenly");
-  __shared__ __align__(16) unsigned char staged[2 * kTileTokens * kPitch * sizeof(T)];
-  __shared__ long long slots[kTileTokens];
+  constexpr int kColStep = kTileThreads / kTileTokens;               // a thread stores one token's columns c, c + kColStep, ...
+  static_assert(kTileTokens * kChunks % kTileThreads == 0 && kTileThreads % kTileTokens == 0, "the threads share a tile evenly");
+  __shared__ __align__(16) unsigned char staged[kTileTokens * (kKeyPitch + kValuePitch) * sizeof(T)];
+  __shared__ long long key_at[kTileTokens], value_at[kTileTokens];  // a token's cache elements of row column 0; -1: it stores nothing
   T* const ks = reinterpret_cast<T*>(staged);
-  T* const vs = ks + kTileTokens * kPitch;
+  T* const vs = ks + kTileTokens * kKeyPitch;
   const int row = s.kv_heads * s.head_size;
+  const long long group_stride = static_cast<long long>(s.page) * s.x;  // key_cache elements from one X group of a head to the next
   const long long col_tiles = (row + kCols - 1) / kCols;
   const long long tiles = (s.tokens + kTileTokens - 1) / kTileTokens * col_tiles;
+  const int mine = static_cast<int>(threadIdx.x) % kTileTokens;  // the token this thread stores
+  const int col0 = static_cast<int>(threadIdx.x) / kTileTokens;  // its first column (of chunks for the key, of elements for the value)
   for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const long long t0 = tile / col_tiles * kTileTokens;
     const int c0 = static_cast<int>(tile % col_tiles) * kCols;
     const int cols = row - c0 < kCols ? row - c0 : kCols;  // a multiple of W
-    for (int g = threadIdx.x; g < kTileTokens; g += blockDim.x) slots[g] = t0 + g < s.tokens ? slot_mapping[t0 + g] : -1ll;
+    // A token's page and offset once a tile: slot = page * P + off puts row column c at
+    // key_at + (c / X) * P * X + c % X and value_at + c * P, the only divisions of the tile.
+    if (const int g = static_cast<int>(threadIdx.x); g < kTileTokens) {
+      const long long slot = t0 + g < s.tokens ? slot_mapping[t0 + g] : -1ll;
+      const long long off = stores(slot, s) ? slot % s.page : 0, page_at = (slot - off) * row;  // page_at: page * P * Hkv * D
+      key_at[g] = stores(slot, s) ? page_at + off * s.x : -1ll;
+      value_at[g] = stores(slot, s) ? page_at + off : -1ll;
+    }
     __syncthreads();
     // Stage: a token's chunks on neighbouring threads (coalesced 16-byte reads), each thread's
     // loads all issued before its first shared store.
@@ -101,7 +143,7 @@ kv_cache_write_vllm_kernel(const T* __restrict__ key, const T* __restrict__ valu
     for (int u = 0; u < kLoads; ++u) {
       const int i = static_cast<int>(threadIdx.x) + u * kTileThreads;
       const int g = i / kChunks, e = i % kChunks * W;
-      if (e >= cols || !stores(slots[g], s)) continue;
+      if (e >= cols || value_at[g] < 0) continue;
       const long long src = (t0 + g) * row + c0 + e;
       load_chunk<T, W>(key + src, kc[u]);
       load_chunk<T, W>(value + src, vc[u]);
@@ -110,32 +152,30 @@ kv_cache_write_vllm_kernel(const T* __restrict__ key, const T* __restrict__ valu
     for (int u = 0; u < kLoads; ++u) {
       const int i = static_cast<int>(threadIdx.x) + u * kTileThreads;
       const int g = i / kChunks, e = i % kChunks * W;
-      if (e >= cols || !stores(slots[g], s)) continue;
-      store_chunk<T, W>(ks + g * kPitch + e, kc[u]);
-      store_chunk<T, W>(vs + g * kPitch + e, vc[u]);
+      if (e >= cols || value_at[g] < 0) continue;
+      store_chunk<T, W>(ks + g * kKeyPitch + e, kc[u]);
+      store_words<T, W>(vs + g * kValuePitch + e, vc[u]);
     }
     __syncthreads();
     // Key chunks, the token fastest: consecutive slots of a page are consecutive X groups.
-    for (int i = threadIdx.x; i < kTileTokens * kChunks; i += blockDim.x) {
-      const int g = i % kTileTokens, e = i / kTileTokens * W;
-      const long long slot = slots[g];
-      if (e >= cols || !stores(slot, s)) continue;
-      const int h = (c0 + e) / s.head_size, d = (c0 + e) % s.head_size;
-      const long long head = slot / s.page * s.kv_heads + h;
-      T chunk[W];
-      load_chunk<T, W>(ks + g * kPitch + e, chunk);
-      store_chunk<T, W>(key_cache + ((head * (s.head_size / s.x) + d / s.x) * s.page + slot % s.page) * s.x + d % s.x, chunk);
+    if (const long long at = key_at[mine]; at >= 0) {
+#pragma unroll
+      for (int c = col0; c < kChunks; c += kColStep) {
+        const int e = c * W, col = c0 + e;
+        if (e >= cols) break;
+        const int group = s.x_shift >= 0 ? col >> s.x_shift : col / s.x;  // X never splits a chunk
+        // col % X, written in chunks so that the compiler sees a multiple of W and keeps the 16-byte store
+        const int within = (col / W - group * (s.x / W)) * W;
+        copy_chunk<T, W>(key_cache + at + group * group_stride + within, ks + mine * kKeyPitch + e);
+      }
     }
     // Value elements, the token fastest: consecutive slots of a page are consecutive along P.
-    for (int i = threadIdx.x; i < kTileTokens * kCols; i += blockDim.x) {
-      const int g = i % kTileTokens, e = i / kTileTokens;
-      const long long slot = slots[g];
-      if (e >= cols || !stores(slot, s)) continue;
-      const int h = (c0 + e) / s.head_size, d = (c0 + e) % s.head_size;
-      const long long head = slot / s.page * s.kv_heads + h;
-      value_cache[(head * s.head_size + d) * s.page + slot % s.page] = vs[g * kPitch + e];
+    if (const long long at = value_at[mine]; at >= 0) {
+      T* dst = value_cache + at + static_cast<long long>(c0 + col0) * s.page;
+      const long long step = static_cast<long long>(kColStep) * s.page;
+      for (int e = col0; e < cols; e += kColStep, dst += step) *dst = vs[mine * kValuePitch + e];
     }
-    __syncthreads();  // the staged tile and the slots are reused by the next tile
+    __syncthreads();  // the staged tile and the token addresses are reused by the next tile
   }
 }
 
@@ -179,8 +219,11 @@ inline int launch(const T* key, const T* value, T* key_cache, T* value_cache, co
   if (layout == 0 && (x < 1 || d % x != 0)) return -1;
   if (hkv * d > (1ll << 30) || page > (1 << 30)) return -1;
   if (T_ == 0) return 0;
-  const Shape s{T_, nb * page, static_cast<int>(hkv), static_cast<int>(d), static_cast<int>(page), static_cast<int>(layout == 0 ? x : 1),
-                static_cast<int>(layout)};
+  const int x_used = static_cast<int>(layout == 0 ? x : 1);
+  int x_shift = 0;
+  while ((1 << x_shift) < x_used) ++x_shift;
+  const Shape s{T_, nb * page, static_cast<int>(hkv), static_cast<int>(d), static_cast<int>(page), x_used, static_cast<int>(layout),
+                (1 << x_shift) == x_used ? x_shift : -1};
   constexpr int W = kwiki::vec_width<T>();
   const bool aligned = kwiki::aligned16(key) && kwiki::aligned16(value) && kwiki::aligned16(key_cache) && kwiki::aligned16(value_cache);
   const bool vector = aligned && d % W == 0 && (layout == 1 || x % W == 0);

@@ -1,7 +1,7 @@
 // serving_emulation.cpp: the kv_cache_write and topk_filter launchers run on the host emulation
 // (compat_host.hpp; build and run with run.sh) against the CPU twin's formulas, every output bit:
 // cache writes for prefill-like, mid-page, random, padded and past-the-cache slot mappings in both
-// layouts and on the 16-byte and element paths; the filter on normal rows, ties (the row passes),
+// layouts and on the 16-byte and element paths, X and P powers of two or not; the filter on normal rows, ties (the row passes),
 // NaN and infinite and signed-zero thresholds, the gathered bin at and past its capacity, in place
 // and not. Exits 1 when a case fails.
 #include <algorithm>
@@ -93,6 +93,9 @@ static void kv_tests() {
     kv_case<kwiki_bf16>(L + " X=4 (scalar)", 40, 2, 32, 8, 16, 4, layout, prefill_slots(40, 8, 16, g, 2, 3));
     kv_case<kwiki_bf16>(L + " misaligned (scalar)", 45, 3, 40, 8, 16, 8, layout, prefill_slots(45, 8, 16, g, 9, 2), 1);
     kv_case<kwiki_bf16>(L + " D=12 (scalar)", 38, 2, 12, 8, 16, 4, layout, random_slots(38, 8, 16, g));
+    kv_case<kwiki_bf16>(L + " X=24 P=7 (X not a power of two)", 70, 2, 48, 12, 7, 24, layout, prefill_slots(70, 12, 7, g, 4, 3, 2));
+    kv_case<kwiki_bf16>(L + " X=6 random (scalar, X not a power of two)", 45, 3, 36, 8, 9, 6, layout, random_slots(45, 8, 9, g));
+    kv_case<float>(L + " float X=12 random", 39, 2, 36, 10, 6, 12, layout, random_slots(39, 10, 6, g));
     kv_case<float>(L + " float", 70, 2, 96, 8, 16, 4, layout, prefill_slots(70, 8, 16, g, 0, 4));
     kv_case<float>(L + " float misaligned", 37, 3, 20, 8, 8, 4, layout, prefill_slots(37, 8, 8, g, 1, 0, 2), 2);
     kv_case<kwiki_bf16>(L + " all padding", 35, 2, 64, 4, 16, 8, layout, std::vector<long long>(35, -1));
@@ -177,6 +180,13 @@ template <typename T> static void topk_tests(const std::string& tname) {
     }
     // Negative logits only, k spanning.
     { auto v = normal(9000); for (auto& e : v) e = -std::fabs(e) - 1.f; topk_case<T>(p + "negatives", 3, 3000, v, {1, 1500, 2999}, 0, ip); }
+    // The floor of pass 1 from each thread's first chunks: rows rising and falling (the sample holds
+    // the row's least and its largest values), and k at and past the sampling threads (1024 here).
+    { std::vector<float> v(2 * 40000); for (int i = 0; i < 40000; ++i) v[i] = i * 0.25f - 3000.f, v[40000 + i] = 3000.f - i * 0.25f;
+      topk_case<T>(p + "rising and falling", 2, 40000, v, {100, 100}, 0, ip);
+      topk_case<T>(p + "rising and falling k1", 2, 40000, v, {1, 1}, 0, ip);
+      topk_case<T>(p + "rising k=threads+1, falling k=threads", 2, 40000, v, {1025, 1024}, 0, ip); }
+    { auto v = normal(3 * 50000); topk_case<T>(p + "normal k=1024 and 1025", 3, 50000, v, {1024, 1025, 7}, 0, ip); }
   }
 }
 
