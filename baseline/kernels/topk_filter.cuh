@@ -15,21 +15,15 @@
 // otherwise. Radix select on order-preserving 32-bit keys of the fp32 values (the sign bit flipped
 // for positives, all bits for negatives; every NaN the largest key). Pass 1 reads the row and
 // counts the top 12 bits of the keys (sign, exponent, 3 mantissa bits: 4096 bins, two copies in
-// shared memory) and finds the bin holding the k-th largest and its rank there. On the 16-byte path
-// it counts only the bins at or above a floor: each thread's largest key among its first two chunks
-// is a key of the row, so when k <= the threads, the bin of the k-th largest of those maxima is at
-// or below the k-th largest's (for a small k most keys fall below it, and their shared-memory
-// atomics, which collide on the few crowded bins of a row of logits, are skipped). When the k-th
-// largest's bin holds at most 4096 values and is neither the NaN bin nor the one of +0 (whose
-// threshold -0 would equal), pass 2 reads the row once more (from its end: the tail that pass 1
-// read last may still be in L2) and stores it filtered by bin alone (above the bin kept, below it
-// -inf, in it kept for now) while it gathers the bin's keys and indices in shared memory; the low
-// 20 bits are then selected among those (digits of 8, 8, 4 bits) and the bin's values below the
-// k-th largest set to -inf. Otherwise the low digits are counted over the row (a histogram per
+// shared memory) and finds the bin holding the k-th largest and its rank there. When that bin holds
+// at most 4096 values and is neither the NaN bin nor the one of +0 (whose threshold -0 would
+// equal), pass 2 reads the row once more and stores it filtered by bin alone (above the bin kept,
+// below it -inf, in it kept for now) while it gathers the bin's keys and indices in shared memory;
+// the low 20 bits are then selected among those (digits of 8, 8, 4 bits) and the bin's values below
+// the k-th largest set to -inf. Otherwise the low digits are counted over the row (a histogram per
 // warp, so equal digits do not serialize one counter) and a last pass stores the filtered row,
 // every value against the k-th largest. Either way the threshold is the k-th largest key exactly.
-// The row is read twice (three times, and more when a row is mostly ties), besides the sample (two
-// chunks a thread, which pass 1 reads again); no sort.
+// The row is read twice (three times, and more when a row is mostly ties); no sort.
 #ifndef KWIKI_TOPK_FILTER_CUH
 #define KWIKI_TOPK_FILTER_CUH
 
@@ -52,7 +46,6 @@ constexpr int kCandidates = kPool / 2;              // keys (and indices) of the
 constexpr unsigned int kNanBin = kTopBins - 1;      // holds only the NaN key
 constexpr unsigned int kPlusZeroBin = 0x80000000u >> kTopShift;  // +0, whose equal -0 is in the bin below
 constexpr int kLowDigits = 3;
-constexpr int kSampleChunks = 2;                    // chunks of each thread's sample of the row (the floor of pass 1)
 constexpr long long kMaxBlocks = 1ll << 16;
 static_assert(kMaxWarps * kBins <= kPool, "the per-warp histograms fit the pool");
 
@@ -97,34 +90,31 @@ KWIKI_DEVICE void load_chunk(const T* row, long long c, kwiki::Vec<T>& p) {
 
 /// f(c, v) for each of this thread's chunks c of the row (values v as fp32), kUnroll chunks
 /// loaded before the first of them is used (8, or 3 of 8 bf16 or half values: 64 registers at
-/// most, two blocks a multiprocessor). f may store chunk c: it has been read. kBackward: the walk
-/// starts at the row's end (a pass after a forward one meets first the chunks that are likeliest
-/// still in L2).
-template <typename T, int W, bool kBackward = false, typename F>
+/// most, two blocks a multiprocessor). f may store chunk c: it has been read.
+template <typename T, int W, typename F>
 KWIKI_DEVICE void for_each_chunk(const T* row, long long chunks, F&& f) {
   constexpr int kUnroll = W >= 8 ? 3 : 8;
   const long long stride = blockDim.x;
-  const auto chunk = [chunks](long long i) { return kBackward ? chunks - 1 - i : i; };  // the walk's i-th chunk
   long long c = threadIdx.x;
   for (; c + (kUnroll - 1) * stride < chunks; c += kUnroll * stride) {
     kwiki::Vec<T> p[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) load_chunk<T, W>(row, chunk(c + u * stride), p[u]);
+    for (int u = 0; u < kUnroll; ++u) load_chunk<T, W>(row, c + u * stride, p[u]);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       float v[W];
 #pragma unroll
       for (int j = 0; j < W; ++j) v[j] = kwiki_to_float(p[u].v[j]);
-      f(chunk(c + u * stride), v);
+      f(c + u * stride, v);
     }
   }
   for (; c < chunks; c += stride) {
     kwiki::Vec<T> p;
     float v[W];
-    load_chunk<T, W>(row, chunk(c), p);
+    load_chunk<T, W>(row, c, p);
 #pragma unroll
     for (int j = 0; j < W; ++j) v[j] = kwiki_to_float(p.v[j]);
-    f(chunk(c), v);
+    f(c, v);
   }
 }
 
@@ -174,40 +164,6 @@ KWIKI_DEVICE void find_bin(const unsigned int* counts, unsigned int remaining, u
   }
 }
 
-/// The whole block: the first-digit bin of the histogram copies in pool (kTopCopies x kTopBins)
-/// holding the remaining-th largest (bins counted from the top down; 1 <= remaining <= the sum) to
-/// *bin, its rank within it to *rank and its count to *count; total[kBins] is overwritten.
-KWIKI_DEVICE void find_top_bin(const unsigned int* pool, unsigned int* total, unsigned int remaining, unsigned int* bin, unsigned int* rank,
-                               unsigned int* count) {
-  for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
-    unsigned int sum = 0;
-    for (int i = b * kTopPerBin; i < (b + 1) * kTopPerBin; ++i)
-#pragma unroll
-      for (int copy = 0; copy < kTopCopies; ++copy) sum += pool[copy * kTopBins + i];
-    total[b] = sum;
-  }
-  __syncthreads();
-  if (threadIdx.x < KWIKI_WARP_SIZE) find_bin(total, remaining, bin, rank);
-  __syncthreads();
-  if (threadIdx.x == 0) {  // the first-digit bin within the group of kTopPerBin that warp 0 found
-    unsigned int seen = 0;
-    for (int j = kTopPerBin - 1; j >= 0; --j) {
-      const unsigned int b = *bin * kTopPerBin + static_cast<unsigned int>(j);
-      unsigned int n = 0;
-#pragma unroll
-      for (int copy = 0; copy < kTopCopies; ++copy) n += pool[copy * kTopBins + b];
-      if (seen + n >= *rank) {
-        *bin = b;
-        *rank -= seen;
-        *count = n;
-        break;
-      }
-      seen += n;
-    }
-  }
-  __syncthreads();
-}
-
 /// One block of kBlock threads per row; W (1 or the 16-byte vector width) divides V. x and out
 /// may be one buffer.
 template <typename T, int W, int kBlock>
@@ -231,45 +187,43 @@ topk_filter_kernel(const T* x, const long long* __restrict__ ks, long long k_all
         });
       continue;
     }
-    const unsigned int kth = static_cast<unsigned int>(k);  // k < V < 2^32
+    // Pass 1: the first digit over the row.
     for (int i = threadIdx.x; i < kPool; i += blockDim.x) pool[i] = 0u;
-    if (threadIdx.x == 0) gathered = 0u;
     __syncthreads();
-    // The floor of pass 1: a thread's largest key among its first kSampleChunks chunks is a key of
-    // the row, so when k threads have one, the first-digit bin of the k-th largest of those maxima
-    // is at or below the bin of the k-th largest key of the row, and every bin that pass 1's
-    // selection scans from the top down is counted in full. Not on the element path (a fallback,
-    // where the sample would be two values a thread and the 1024-thread kernel would spill).
-    const bool floored = W > 1 && kth <= (chunks < blockDim.x ? chunks : blockDim.x);  // k threads sample a chunk
-    if (floored) {
-      unsigned int most = 0u;  // no key is 0 (key_of gives every NaN the largest)
-      for (long long c = threadIdx.x; c < chunks && c < kSampleChunks * static_cast<long long>(blockDim.x); c += blockDim.x) {
-        kwiki::Vec<T> p;
-        load_chunk<T, W>(row, c, p);
-#pragma unroll
-        for (int j = 0; j < W; ++j) {
-          const unsigned int key = key_of(kwiki_to_float(p.v[j]));
-          most = key > most ? key : most;
-        }
-      }
-      if (most != 0u) atomicAdd(&pool[most >> kTopShift], 1u);
-      __syncthreads();
-      find_top_bin(pool, total, kth, &found_bin, &found_rank, &found_count);
-      for (int i = threadIdx.x; i < kTopBins; i += blockDim.x) pool[i] = 0u;  // the sample's histogram (copy 0)
-      __syncthreads();
-    }
-    const int least = floored ? static_cast<int>(found_bin) : 0;  // the least first digit counted
-    // Pass 1: the first digit over the row, the keys at or above the floor.
     unsigned int* const top_hist = pool + (warp % kTopCopies) * kTopBins;
     for_each_chunk<T, W>(row, chunks, [&](long long, const float (&v)[W]) {
 #pragma unroll
-      for (int j = 0; j < W; ++j) {
-        const int bin = static_cast<int>(key_of(v[j]) >> kTopShift);
-        if (bin >= least) atomicAdd(&top_hist[bin], 1u);
-      }
+      for (int j = 0; j < W; ++j) atomicAdd(&top_hist[key_of(v[j]) >> kTopShift], 1u);
     });
     __syncthreads();
-    find_top_bin(pool, total, kth, &found_bin, &found_rank, &found_count);
+    for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
+      unsigned int sum = 0;
+      for (int i = b * kTopPerBin; i < (b + 1) * kTopPerBin; ++i)
+#pragma unroll
+        for (int copy = 0; copy < kTopCopies; ++copy) sum += pool[copy * kTopBins + i];
+      total[b] = sum;
+    }
+    __syncthreads();
+    if (warp == 0) find_bin(total, static_cast<unsigned int>(k), &found_bin, &found_rank);
+    __syncthreads();
+    if (threadIdx.x == 0) {  // the first-digit bin within the group of kTopPerBin that warp 0 found
+      unsigned int seen = 0;
+      for (int j = kTopPerBin - 1; j >= 0; --j) {
+        const unsigned int b = found_bin * kTopPerBin + static_cast<unsigned int>(j);
+        unsigned int count = 0;
+#pragma unroll
+        for (int copy = 0; copy < kTopCopies; ++copy) count += pool[copy * kTopBins + b];
+        if (seen + count >= found_rank) {
+          found_bin = b;
+          found_rank -= seen;
+          found_count = count;
+          break;
+        }
+        seen += count;
+      }
+      gathered = 0u;
+    }
+    __syncthreads();
     const unsigned int top = found_bin;
     unsigned int remaining = found_rank;
     unsigned int prefix = top << kTopShift, mask = ~0u << kTopShift;
@@ -277,8 +231,7 @@ topk_filter_kernel(const T* x, const long long* __restrict__ ks, long long k_all
     unsigned int n = 0;  // keys gathered
     if (gather) {
       // Pass 2: the row filtered by its first digit; the values of bin `top` kept and gathered.
-      // Backward: the tail of the row that pass 1 read last may still be in L2.
-      for_each_chunk<T, W, true>(row, chunks, [&](long long c, const float (&v)[W]) {
+      for_each_chunk<T, W>(row, chunks, [&](long long c, const float (&v)[W]) {
         bool drop[W];
 #pragma unroll
         for (int j = 0; j < W; ++j) {
