@@ -60,17 +60,20 @@ KWIKI_DEVICE void load_chunk(const T* __restrict__ p, T (&out)[W]) {
   }
 }
 
+/// W (the vector width) elements as one 16-byte vector.
+template <typename T, int W>
+KWIKI_DEVICE kwiki::Vec<T> pack(const T (&in)[W]) {
+  kwiki::Vec<T> v;
+#pragma unroll
+  for (int j = 0; j < W; ++j) v.v[j] = in[j];
+  return v;
+}
+
 /// W elements to p (16 bytes at once when W is the vector width).
 template <typename T, int W>
 KWIKI_DEVICE void store_chunk(T* __restrict__ p, const T (&in)[W]) {
-  if constexpr (W == 1) {
-    p[0] = in[0];
-  } else {
-    kwiki::Vec<T> v;
-#pragma unroll
-    for (int j = 0; j < W; ++j) v.v[j] = in[j];
-    kwiki::store_vec(p, v);
-  }
+  if constexpr (W == 1) p[0] = in[0];
+  else kwiki::store_vec(p, pack<T, W>(in));
 }
 
 /// W elements from src to dst (16 bytes at once when W is the vector width).
@@ -86,10 +89,7 @@ KWIKI_DEVICE void store_words(T* __restrict__ p, const T (&in)[W]) {
   if constexpr (W == 1) {
     p[0] = in[0];
   } else {
-    kwiki::Vec<T> v;
-#pragma unroll
-    for (int j = 0; j < W; ++j) v.v[j] = in[j];
-    const kwiki::Vec<unsigned int> words = kwiki::bit_cast<kwiki::Vec<unsigned int>>(v);
+    const kwiki::Vec<unsigned int> words = kwiki::bit_cast<kwiki::Vec<unsigned int>>(pack<T, W>(in));
 #pragma unroll
     for (int j = 0; j < W * static_cast<int>(sizeof(T)) / 4; ++j) reinterpret_cast<unsigned int*>(p)[j] = words.v[j];
   }
