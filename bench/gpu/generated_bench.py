@@ -3,7 +3,8 @@
 # family's work where there is one (library_paths.py: SDPA-flash, cuBLAS, _scaled_mm). Every candidate is checked against the
 # eager reference first, then timed the same way: captured in a CUDA graph and replayed (plain calls
 # when capture fails), the L2 flushed before each repetition, median of REPS.
-# Usage: python generated_bench.py WORK TASK_DIR... [--warm-only]
+# Usage: python generated_bench.py WORK TASK_DIR... [--warm-only] [--no-compile]
+#   --no-compile: torch.compile is neither built nor timed (a run that compares kwiki's own V0s).
 #   WORK/ws/<task>/gen  (kwiki plan --pattern generated; kwiki baseline) and, when present,
 #   WORK/ws/<task>/hand (the hand-written family's workspace) and WORK/ws/<task>/cute (the task's
 #   CuteDSL V0, the family's own or the generator's: kernel.py launches the DSL kernel from
@@ -89,7 +90,7 @@ def ceilings(flush):
     return {"copy_tb_s": 2 * a.numel() * 4 / (copy * 1e-6) / 1e12, "launch_floor_us": floor["median"]}
 
 
-def bench_task(work, task_dir, warm_only, flush, base):
+def bench_task(work, task_dir, warm_only, no_compile, flush, base):
     name = os.path.basename(task_dir.rstrip("/"))
     # kwiki_device and kwiki_families from whichever of the task's workspaces exists (their copies are the same)
     sys.path.insert(0, next(d for d in (os.path.join(work, "ws", name, k) for k in ("gen", "hand", "cute")) if os.path.isdir(d)))
@@ -119,9 +120,10 @@ def bench_task(work, task_dir, warm_only, flush, base):
         clone = lambda: {k: (v.clone() if torch.is_tensor(v) else v) for k, v in inputs.items()}
         with torch.no_grad():
             want = flatten(ref(**clone()))
-        compiled = torch.compile(ref)
-        with torch.no_grad():
-            compiled(**clone())
+        compiled = None if no_compile else torch.compile(ref)
+        if compiled is not None:
+            with torch.no_grad():
+                compiled(**clone())
         if warm_only:
             continue
         row = {"task": name, "shape": sid, "bytes": sum(v.numel() * v.element_size() for v in inputs.values() if torch.is_tensor(v)) +
@@ -152,19 +154,21 @@ def bench_task(work, task_dir, warm_only, flush, base):
         fixed = clone()
         with torch.no_grad():
             row["eager"] = timed(lambda: ref(**fixed), flush)
-            row["compile"] = timed(lambda: compiled(**fixed), flush)
+            if compiled is not None:
+                row["compile"] = timed(lambda: compiled(**fixed), flush)
         print(json.dumps(row), flush=True)
 
 
 def main():
-    """Usage: generated_bench.py WORK TASK_DIR... [--warm-only]: the tasks one after another in this process."""
+    """Usage: generated_bench.py WORK TASK_DIR... [--warm-only] [--no-compile]: the tasks one after another in this process."""
     work = sys.argv[1]
     warm_only = "--warm-only" in sys.argv
+    no_compile = "--no-compile" in sys.argv
     flush = torch.zeros(2 * 128 * 1024 * 1024 // 4, device="cuda")  # 2x the H200's 50 MB L2, rounded up
     base = None if warm_only else ceilings(flush)
     for task_dir in [a for a in sys.argv[2:] if not a.startswith("--")]:
         try:
-            bench_task(work, os.path.abspath(task_dir), warm_only, flush, base)
+            bench_task(work, os.path.abspath(task_dir), warm_only, no_compile, flush, base)
         except Exception as e:  # one task's failure is reported, the others still run
             print(json.dumps({"task": os.path.basename(task_dir.rstrip("/")), "error": "%s: %s" % (type(e).__name__, e)}), flush=True)
 

@@ -9,7 +9,8 @@
 # Usage: bench/gpu/generated_h200.sh KWIKI WORK [TASK...]   (default: every data/tasks task)
 #        Phases by $PHASES (default "check warm time table"); $JOBS parallel checks (default 8);
 #        $GEN_ONLY: tasks whose hand family is not planned beside the generated V0;
-#        $KINDS: which V0s the check phase plans (default "gen hand", and "cute" with the DSL).
+#        $KINDS: which V0s the check phase plans (default "gen hand", and "cute" with the DSL);
+#        $BENCH_FLAGS: extra flags of generated_bench.py's timing (--no-compile).
 set -uo pipefail
 kwiki=$(readlink -f "$1")
 work=$(mkdir -p "$2" && cd "$2" && pwd)
@@ -64,7 +65,7 @@ fi
 if [[ " $phases " == *" time "* ]]; then  # one task at a time: no timing shares the GPU
   dirs=()
   for t in "${ready[@]}"; do dirs+=("$root/data/tasks/$t"); done
-  python3 "$root/bench/gpu/generated_bench.py" "$work" "${dirs[@]}" > "$work/results.jsonl" 2> "$work/time.err"
+  python3 "$root/bench/gpu/generated_bench.py" "$work" "${dirs[@]}" ${BENCH_FLAGS:-} > "$work/results.jsonl" 2> "$work/time.err"
 fi
 if [[ " $phases " == *" table "* ]]; then
   python3 "$root/bench/gpu/generated_table.py" "$work" "${tasks[@]}"

@@ -51,13 +51,13 @@ def main():
         gm = g.get("median") if g.get("ok") else None
         hm = h.get("median") if h and h.get("ok") else None
         um = u.get("median") if u and u.get("ok") else None
-        e, k = r["eager"]["median"], r["compile"]["median"]
+        e, k = r["eager"]["median"], (r.get("compile") or {}).get("median")  # no compile: a --no-compile run
         bw = r["bytes"] / (gm * 1e-6) / 1e12 if gm else None
         cell = lambda v: "%.2f" % v if v is not None else "-"
         print("| %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["task"], r["shape"], r["bytes"] / 1e6, cell(gm) if g.get("ok") else ("FAIL" if g else "-"),
             cell(hm) if h else "-", cell(um) if u else "-", cell(e), cell(k), "%.0f%%" % (100 * bw / r["ceilings"]["copy_tb_s"]) if bw else "-",
-            "%.2f" % (gm / r["ceilings"]["launch_floor_us"]) if gm else "-", "%.2fx" % (e / gm) if gm else "-", "%.2fx" % (k / gm) if gm else "-"))
+            "%.2f" % (gm / r["ceilings"]["launch_floor_us"]) if gm else "-", "%.2fx" % (e / gm) if gm else "-", "%.2fx" % (k / gm) if gm and k else "-"))
 
     lib = [r for r in rows if r.get("library")]
     if lib:

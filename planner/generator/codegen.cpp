@@ -794,7 +794,7 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     // kFlat: the launcher found every access contiguous over the whole domain, so one flat index
     // addresses them all (row 0, every coordinate 0): no division per element, and W-wide chunks
     // whenever the total is a multiple of W (a [N, C, 7, 7] map has none along its 7-wide rows).
-    // A thread then takes U = 4 chunks a step, all loads issued before the first store.
+    // A thread takes up to U = 4 chunks a step (once the grid reaches its cap), all loads issued before the first store.
     const auto coords = [&](Writer& w) {
       w.line("const long long row = kFlat ? 0LL : static_cast<long long>(v / nacc);");
       w.line("const long long chunk = kFlat ? static_cast<long long>(v) : static_cast<long long>(v - static_cast<IdxT>(row) * nacc);");
@@ -829,7 +829,9 @@ std::string emit_gpu(const Kernel& k, Backend backend) {
     src += "  }\n}\n\n";
     src += "template <int W, bool kFlat = false>\nint launch(const Args& a, long long rows, long long N, kwiki_stream_t stream) {\n"
            "  const long long nacc = N / W;\n  const long long total = rows * nacc;\n"
-           "  const long long blocks = kwiki::ceil_div(total, kFlat ? 256 * 4 : 256);\n"
+           "  // One chunk a thread while the grid fits the cap (a [32, 96, 28, 28] map: 1176 blocks, not 294 taking\n"
+           "  // 4 chunks each, which left most SMs with one block); past it each thread loops over U chunks a step.\n"
+           "  const long long blocks = kwiki::ceil_div(total, 256LL);\n"
            "  const long long cap = static_cast<long long>(kwiki::multiprocessor_count()) * 16;\n"
            "  const dim3 grid(static_cast<unsigned>(blocks < cap ? blocks : cap));\n"
            "  if (total < (1LL << 31)) kernel_elementwise<W, kFlat, unsigned><<<grid, 256, 0, stream>>>(a, static_cast<unsigned>(rows), static_cast<unsigned>(nacc));\n"
