@@ -659,17 +659,19 @@ struct RowLaunchRule {
   int min_bytes;     ///< bytes of the row a thread holds at least (kMinVpt chunks): fewer threads a row, more rows an SM
   bool resident;     ///< a resident grid whose blocks stride over the rows, the next row prefetched; else a block a row
 };
-enum class RowMake : std::uint8_t { kQuantize, kInPlace, kTwoReductions, kNorm, kCount };
+enum class RowMake : std::uint8_t { kQuantize, kInPlace, kMaxThenSum, kTwoReductions, kNorm, kCount };
 constexpr RowLaunchRule kRowLaunchRules[] = {
     {"fp8_quant.cuh", "four 16-byte accesses a thread and one block a row, 83.0 -> 64.3 us at 16384 x 5120", 64, false},
     {"fused_add_rms_norm.cuh", "one block a row, the residual written before the barrier", 16, false},
+    {"softmax.cuh", "one 16-byte access a thread (the generated softmax with layer_norm's two: 98.88 us at 8192 x 8192, softmax.cuh 79.97)", 16, true},
     {"layer_norm.cuh", "two 16-byte accesses a thread, 50.5 -> 48.1 us at 16384 x 2560", 32, true},
     {"rms_norm.cuh", "a resident grid prefetching the next row, 2.87 -> 3.78 TB/s at 16384 x 8192", 16, true},
 };
 static_assert(sizeof(kRowLaunchRules) / sizeof(kRowLaunchRules[0]) == static_cast<std::size_t>(RowMake::kCount), "a row make is a rule");
 
 /// The make of a row kernel: a quantization (one reduction, one-byte element results from a wider
-/// row), a buffer updated in place, two or more reductions, or a norm (one reduction).
+/// row), a buffer updated in place, a max then a sum (a softmax), two or more reductions, or a norm
+/// (one reduction).
 const RowLaunchRule& row_launch_rule(const Kernel& k, const Analysis& an, const std::vector<int>& vec_stores) {
   int widest_in = 0, narrowest_out = 16;
   for (std::size_t ci = 0; ci < an.chunk_node.size(); ++ci)
@@ -680,6 +682,8 @@ const RowLaunchRule& row_launch_rule(const Kernel& k, const Analysis& an, const 
   RowMake make = RowMake::kNorm;
   if (an.reduces.size() == 1 && narrowest_out == 1 && widest_in > 1) make = RowMake::kQuantize;
   else if (in_place) make = RowMake::kInPlace;
+  else if (an.reduces.size() == 2 && k.nodes[an.reduces[0]].reduce == ReduceKind::kMax && k.nodes[an.reduces[1]].reduce == ReduceKind::kSum)
+    make = RowMake::kMaxThenSum;
   else if (an.reduces.size() >= 2) make = RowMake::kTwoReductions;
   return kRowLaunchRules[static_cast<int>(make)];
 }

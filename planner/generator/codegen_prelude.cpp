@@ -285,6 +285,26 @@ KWIKI_DEVICE bool kw_not(bool x) { return !x; }
 KWIKI_DEVICE long long kw_not(long long x) { return ~x; }
 template <class A, class B> KWIKI_DEVICE auto kw_max(A a, B b) -> decltype(a + b) { return (a != a || a > b) ? a : b; }
 template <class A, class B> KWIKI_DEVICE auto kw_min(A a, B b) -> decltype(a + b) { return (a != a || a < b) ? a : b; }
+/// fp32 max and min as above (a NaN operand gives NaN), on sm_80 and later in one max.NaN / min.NaN
+/// instruction instead of two compares and a select (a softmax's row max takes one an element).
+KWIKI_DEVICE float kw_max(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || a > b) ? a : b;
+#endif
+}
+KWIKI_DEVICE float kw_min(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || a < b) ? a : b;
+#endif
+}
 template <class V> KWIKI_HOST_DEVICE V kw_lowest() { if constexpr (std::is_same<V, float>::value) return -INFINITY; else return LLONG_MIN; }
 template <class V> KWIKI_HOST_DEVICE V kw_highest() { if constexpr (std::is_same<V, float>::value) return INFINITY; else return LLONG_MAX; }
 template <class V> KWIKI_DEVICE bool kw_arg_better(V x, long long xi, V best, long long bi, bool is_max) {
@@ -369,6 +389,8 @@ struct kw_chunk {
   }
   KWIKI_DEVICE auto get(int j) const {
     if constexpr (sizeof(T) == 4) return kw_to_c(kwiki::bit_cast<T>(w[j]));
+    else if constexpr (std::is_same<T, kwiki_bf16>::value)  // bf16 is fp32's high half: one shift or mask, exact
+      return __uint_as_float((j & 1) ? (w[j / 2] & 0xffff0000u) : (w[j / 2] << 16));
     else if constexpr (sizeof(T) == 2) return kw_to_c(kwiki::bit_cast<T>(static_cast<unsigned short>((j & 1) ? (w[j / 2] >> 16) : (w[j / 2] & 0xffffu))));
     else if constexpr (sizeof(T) == 1) return kw_to_c(kwiki::bit_cast<T>(static_cast<unsigned char>((w[j / 4] >> (8 * (j % 4))) & 0xffu)));
     else return kw_to_c(kwiki::bit_cast<T>(static_cast<unsigned long long>(w[2 * j]) | (static_cast<unsigned long long>(w[2 * j + 1]) << 32)));
