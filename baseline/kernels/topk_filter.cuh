@@ -90,33 +90,45 @@ KWIKI_DEVICE void load_chunk(const T* row, long long c, kwiki::Vec<T>& p) {
 
 /// f(c, v) for each of this thread's chunks c of the row (values v as fp32), kUnroll chunks
 /// loaded before the first of them is used (8, or 3 of 8 bf16 or half values: 64 registers at
-/// most, two blocks a multiprocessor). f may store chunk c: it has been read.
-template <typename T, int W, typename F>
+/// most, two blocks a multiprocessor). f may store chunk c: it has been read. kReverse: the row
+/// from its end (a second read meets first what the first read left in L2 last).
+template <typename T, int W, bool kReverse = false, typename F>
 KWIKI_DEVICE void for_each_chunk(const T* row, long long chunks, F&& f) {
   constexpr int kUnroll = W >= 8 ? 3 : 8;
   const long long stride = blockDim.x;
+  const auto at = [chunks](long long i) { return kReverse ? chunks - 1 - i : i; };
   long long c = threadIdx.x;
   for (; c + (kUnroll - 1) * stride < chunks; c += kUnroll * stride) {
     kwiki::Vec<T> p[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) load_chunk<T, W>(row, c + u * stride, p[u]);
+    for (int u = 0; u < kUnroll; ++u) load_chunk<T, W>(row, at(c + u * stride), p[u]);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       float v[W];
 #pragma unroll
       for (int j = 0; j < W; ++j) v[j] = kwiki_to_float(p[u].v[j]);
-      f(c + u * stride, v);
+      f(at(c + u * stride), v);
     }
   }
   for (; c < chunks; c += stride) {
     kwiki::Vec<T> p;
     float v[W];
-    load_chunk<T, W>(row, c, p);
+    load_chunk<T, W>(row, at(c), p);
 #pragma unroll
     for (int j = 0; j < W; ++j) v[j] = kwiki_to_float(p.v[j]);
-    f(c, v);
+    f(at(c), v);
   }
 }
+
+// Bench switches (A/B runs of bench/gpu/serving_kernels_bench.cu; the defaults are the template's):
+// the second read of a row from its end, and a block of kWideThreads for every row count.
+#ifndef KWIKI_TOPK_REVERSE_SECOND_READ
+#define KWIKI_TOPK_REVERSE_SECOND_READ 1
+#endif
+#ifndef KWIKI_TOPK_WIDE_ALWAYS
+#define KWIKI_TOPK_WIDE_ALWAYS 0
+#endif
+constexpr bool kReverseSecondRead = KWIKI_TOPK_REVERSE_SECOND_READ != 0;
 
 /// The chunk with each value, or -inf where drop[j]. A 16-byte store is marked evict-first on
 /// CUDA: the output is not read again here, and the input rows keep L2 for their second read.
@@ -231,7 +243,7 @@ topk_filter_kernel(const T* x, const long long* __restrict__ ks, long long k_all
     unsigned int n = 0;  // keys gathered
     if (gather) {
       // Pass 2: the row filtered by its first digit; the values of bin `top` kept and gathered.
-      for_each_chunk<T, W>(row, chunks, [&](long long c, const float (&v)[W]) {
+      for_each_chunk<T, W, kReverseSecondRead>(row, chunks, [&](long long c, const float (&v)[W]) {
         bool drop[W];
 #pragma unroll
         for (int j = 0; j < W; ++j) {
@@ -313,7 +325,7 @@ inline int launch(const T* x, const long long* ks, long long k_all, T* out, long
   constexpr int W = kwiki::vec_width<T>();
   const dim3 grid(static_cast<unsigned>(B < kMaxBlocks ? B : kMaxBlocks));
   const bool vector = V % W == 0 && kwiki::aligned16(x) && kwiki::aligned16(out);
-  if (B <= kwiki::multiprocessor_count()) {  // a block per multiprocessor at most: twice the threads, twice the loads in flight
+  if (KWIKI_TOPK_WIDE_ALWAYS || B <= kwiki::multiprocessor_count()) {  // a block per multiprocessor at most: twice the threads, twice the loads in flight
     if (vector) topk_filter_kernel<T, W, kWideThreads><<<grid, kWideThreads, 0, stream>>>(x, ks, k_all, out, B, V);
     else topk_filter_kernel<T, 1, kWideThreads><<<grid, kWideThreads, 0, stream>>>(x, ks, k_all, out, B, V);
   } else {

@@ -13,7 +13,7 @@
 // vllm_paged_attention_v2_layout, deepseek_mla_decode), not here.
 // Build and run on the GPU machine:
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I baseline/kernels \
-//     bench/gpu/serving_kernels_bench.cu -o sbench && ./sbench
+//     bench/gpu/serving_kernels_bench.cu -o sbench && ./sbench [FAMILY]   (FAMILY: only the families whose name holds it)
 // Tensor cores: the decode families' and fp8_block_gemm's are V0's since the session-14 H200 run (they
 // passed every shape here); fused_moe's is still off in V0 (slower at two of four shapes), and the bench
 // turns it on. Build with -DKWIKI_DECODE_TENSOR_CORES=0 / -DKWIKI_MOE_TENSOR_CORES=0 to time the
@@ -544,62 +544,65 @@ void bench_prefill(kwiki_bench::FlushedTimer& timer, double copy_bw, const std::
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // argv[1], when given: only the families whose name contains it (say "topk").
+  const std::string only = argc > 1 ? argv[1] : "";
+  const auto want = [&](const char* family) { return only.empty() || std::string(family).find(only) != std::string::npos; };
   cudaDeviceProp prop{};
   KWIKI_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   kwiki_bench::FlushedTimer timer;
   const double copy_bw = copy_bandwidth(timer);
   std::printf("# %s, %d SMs; device-to-device copy %.3f TB/s (read + write, 1 GiB, L2 flushed)\n", prop.name, prop.multiProcessorCount, copy_bw / 1e12);
   // data/tasks/vllm_reshape_and_cache and kv_cache_write shapes
-  bench_kv_cache_write(timer, copy_bw, 256, 8, 128, 2048, 16, 0, 16, true);
-  bench_kv_cache_write(timer, copy_bw, 8192, 8, 128, 2048, 16, 0, 0, true);
-  bench_kv_cache_write(timer, copy_bw, 8192, 8, 128, 2048, 16, 0, 0, false);
-  bench_kv_cache_write(timer, copy_bw, 1024, 1, 128, 8192, 16, 0, 0, true);
-  bench_kv_cache_write(timer, copy_bw, 4096, 8, 128, 512, 16, 1, 0, true);
-  bench_kv_cache_write(timer, copy_bw, 4096, 8, 128, 512, 16, 1, 0, false);
+  if (want("kv_cache_write")) bench_kv_cache_write(timer, copy_bw, 256, 8, 128, 2048, 16, 0, 16, true);
+  if (want("kv_cache_write")) bench_kv_cache_write(timer, copy_bw, 8192, 8, 128, 2048, 16, 0, 0, true);
+  if (want("kv_cache_write")) bench_kv_cache_write(timer, copy_bw, 8192, 8, 128, 2048, 16, 0, 0, false);
+  if (want("kv_cache_write")) bench_kv_cache_write(timer, copy_bw, 1024, 1, 128, 8192, 16, 0, 0, true);
+  if (want("kv_cache_write")) bench_kv_cache_write(timer, copy_bw, 4096, 8, 128, 512, 16, 1, 0, true);
+  if (want("kv_cache_write")) bench_kv_cache_write(timer, copy_bw, 4096, 8, 128, 512, 16, 1, 0, false);
   // data/tasks/vllm_apply_top_k and hf_topk_logits_warper shapes
-  bench_topk_filter(timer, copy_bw, 1, 128256, 50);
-  bench_topk_filter(timer, copy_bw, 64, 151936, 100);
-  bench_topk_filter(timer, copy_bw, 256, 128256, 100);
-  bench_topk_filter(timer, copy_bw, 32, 256000, 40);
+  if (want("topk_filter")) bench_topk_filter(timer, copy_bw, 1, 128256, 50);
+  if (want("topk_filter")) bench_topk_filter(timer, copy_bw, 64, 151936, 100);
+  if (want("topk_filter")) bench_topk_filter(timer, copy_bw, 256, 128256, 100);
+  if (want("topk_filter")) bench_topk_filter(timer, copy_bw, 32, 256000, 40);
   // data/tasks/vllm_paged_attention_v2_layout shapes (full lengths), and the largest batch x context
-  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 1, 32768, 32, 8, 128, 16);
-  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 32, 4096, 32, 8, 128, 16);
-  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 64, 2048, 28, 4, 128, 16);
-  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 128, 1024, 8, 1, 128, 16);
-  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 32, 16384, 32, 8, 128, 16);
+  if (want("paged_decode_attention_vllm")) bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 1, 32768, 32, 8, 128, 16);
+  if (want("paged_decode_attention_vllm")) bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 32, 4096, 32, 8, 128, 16);
+  if (want("paged_decode_attention_vllm")) bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 64, 2048, 28, 4, 128, 16);
+  if (want("paged_decode_attention_vllm")) bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 128, 1024, 8, 1, 128, 16);
+  if (want("paged_decode_attention_vllm")) bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 32, 16384, 32, 8, 128, 16);
   // lengths that end inside a page, an empty sequence, a group of 7 heads (checked on every sequence)
-  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 8, 3000, 28, 4, 128, 16, true);
-  bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 5, 20000, 8, 1, 64, 32, true);
+  if (want("paged_decode_attention_vllm")) bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 8, 3000, 28, 4, 128, 16, true);
+  if (want("paged_decode_attention_vllm")) bench_paged_vllm(timer, copy_bw, prop.multiProcessorCount, 5, 20000, 8, 1, 64, 32, true);
   // data/tasks/deepseek_mla_decode shapes, and the largest batch x context
-  bench_mla(timer, copy_bw, prop.multiProcessorCount, 1, 32768, 16, 64);
-  bench_mla(timer, copy_bw, prop.multiProcessorCount, 64, 4096, 16, 64);
-  bench_mla(timer, copy_bw, prop.multiProcessorCount, 32, 2048, 128, 64);
-  bench_mla(timer, copy_bw, prop.multiProcessorCount, 128, 8192, 16, 64);
+  if (want("mla_decode")) bench_mla(timer, copy_bw, prop.multiProcessorCount, 1, 32768, 16, 64);
+  if (want("mla_decode")) bench_mla(timer, copy_bw, prop.multiProcessorCount, 64, 4096, 16, 64);
+  if (want("mla_decode")) bench_mla(timer, copy_bw, prop.multiProcessorCount, 32, 2048, 128, 64);
+  if (want("mla_decode")) bench_mla(timer, copy_bw, prop.multiProcessorCount, 128, 8192, 16, 64);
   // lengths that end inside a page and a tile, an empty sequence, heads not a multiple of 16
-  bench_mla(timer, copy_bw, prop.multiProcessorCount, 8, 3000, 16, 64, true);
-  bench_mla(timer, copy_bw, prop.multiProcessorCount, 5, 20000, 40, 64, true);
-  bench_mla(timer, copy_bw, prop.multiProcessorCount, 4, 1000, 8, 16, true);
+  if (want("mla_decode")) bench_mla(timer, copy_bw, prop.multiProcessorCount, 8, 3000, 16, 64, true);
+  if (want("mla_decode")) bench_mla(timer, copy_bw, prop.multiProcessorCount, 5, 20000, 40, 64, true);
+  if (want("mla_decode")) bench_mla(timer, copy_bw, prop.multiProcessorCount, 4, 1000, 8, 16, true);
   // fused_moe: data/tasks/hf_moe_experts_loop and vllm_fused_experts_native shapes, then the models' own sizes
   // (Mixtral-8x7B at tensor parallel 8: I = 14336 / 8; Qwen3-30B-A3B; DeepSeek-V2-Lite's routed experts)
-  bench_fused_moe(timer, copy_bw, "hf_task", 96, 1024, 768, 8, 2);
-  bench_fused_moe(timer, copy_bw, "vllm_task", 512, 512, 176, 64, 6);
-  bench_fused_moe(timer, copy_bw, "mixtral_tp8", 1, 4096, 1792, 8, 2);
-  bench_fused_moe(timer, copy_bw, "mixtral_tp8", 64, 4096, 1792, 8, 2);
-  bench_fused_moe(timer, copy_bw, "mixtral_tp8", 1024, 4096, 1792, 8, 2);
-  bench_fused_moe(timer, copy_bw, "qwen3_30b_a3b", 1, 2048, 768, 128, 8);
-  bench_fused_moe(timer, copy_bw, "qwen3_30b_a3b", 256, 2048, 768, 128, 8);
-  bench_fused_moe(timer, copy_bw, "qwen3_30b_a3b", 4096, 2048, 768, 128, 8);
-  bench_fused_moe(timer, copy_bw, "deepseek_v2_lite", 512, 2048, 1408, 64, 6);
+  if (want("fused_moe")) bench_fused_moe(timer, copy_bw, "hf_task", 96, 1024, 768, 8, 2);
+  if (want("fused_moe")) bench_fused_moe(timer, copy_bw, "vllm_task", 512, 512, 176, 64, 6);
+  if (want("fused_moe")) bench_fused_moe(timer, copy_bw, "mixtral_tp8", 1, 4096, 1792, 8, 2);
+  if (want("fused_moe")) bench_fused_moe(timer, copy_bw, "mixtral_tp8", 64, 4096, 1792, 8, 2);
+  if (want("fused_moe")) bench_fused_moe(timer, copy_bw, "mixtral_tp8", 1024, 4096, 1792, 8, 2);
+  if (want("fused_moe")) bench_fused_moe(timer, copy_bw, "qwen3_30b_a3b", 1, 2048, 768, 128, 8);
+  if (want("fused_moe")) bench_fused_moe(timer, copy_bw, "qwen3_30b_a3b", 256, 2048, 768, 128, 8);
+  if (want("fused_moe")) bench_fused_moe(timer, copy_bw, "qwen3_30b_a3b", 4096, 2048, 768, 128, 8);
+  if (want("fused_moe")) bench_fused_moe(timer, copy_bw, "deepseek_v2_lite", 512, 2048, 1408, 64, 6);
   // data/tasks/vllm_w8a8_block_fp8_matmul and deepseek_v3_fp8_block_linear shapes, and a prefill-sized one
-  bench_fp8_block_gemm(timer, copy_bw, 1, 7168, 2048);
-  bench_fp8_block_gemm(timer, copy_bw, 64, 2112, 7168);
-  bench_fp8_block_gemm(timer, copy_bw, 33, 24576, 1536);
-  bench_fp8_block_gemm(timer, copy_bw, 128, 4096, 7168);
-  bench_fp8_block_gemm(timer, copy_bw, 128, 7168, 2048);
-  bench_fp8_block_gemm(timer, copy_bw, 32, 32768, 512);
-  bench_fp8_block_gemm(timer, copy_bw, 4096, 7168, 7168);
-  bench_fp8_block_gemm(timer, copy_bw, 70, 200, 288);  // partial tiles and a last K block of 32
+  if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 1, 7168, 2048);
+  if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 64, 2112, 7168);
+  if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 33, 24576, 1536);
+  if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 128, 4096, 7168);
+  if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 128, 7168, 2048);
+  if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 32, 32768, 512);
+  if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 4096, 7168, 7168);
+  if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 70, 200, 288);  // partial tiles and a last K block of 32
   // data/tasks/vllm_varlen_prefill_attention and vllm_unified_paged_attention shapes, and longer prompts;
   // each on the CUDA-core V0, then on the tensor-core kernel.
   struct PrefillShape {
@@ -624,6 +627,7 @@ int main() {
       {"unified_chunks_2048_of_8192", {2048, 2048}, {8192, 4096}, 32, 8, 128, true, 16},
   };
   for (const auto& ps : prefill_shapes)
-    for (bool tc : {false, true}) bench_prefill(timer, copy_bw, ps.name, ps.qlens, ps.klens, ps.Hq, ps.Hkv, ps.D, ps.causal, ps.P, tc);
+    for (bool tc : {false, true})
+      if (want("prefill_attention")) bench_prefill(timer, copy_bw, ps.name, ps.qlens, ps.klens, ps.Hq, ps.Hkv, ps.D, ps.causal, ps.P, tc);
   return 0;
 }
