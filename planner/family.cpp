@@ -345,24 +345,6 @@ bool family_has_dsl_kernel(const FamilyRow& row, std::string_view framework) {
   return false;
 }
 
-// DSL V0s that failed on a GPU: kept (they compile, and their tests keep them compiling) until fixed.
-struct WithdrawnDslKernel {
-  const char* family;
-  const char* framework;
-  const char* why;
-};
-const WithdrawnDslKernel kWithdrawnDsl[] = {
-    {"gemm", "cutedsl",
-     "it failed its check on the H200 in session 14: NaN in most outputs at every shape of linear_bf16 and f_linear_with_bias_inputs "
-     "(docs/PERF.md, issue 21)"},
-};
-
-std::string dsl_kernel_withdrawn(const FamilyRow& row, std::string_view framework) {
-  for (const auto& w : kWithdrawnDsl)
-    if (std::string_view(w.family) == row.name && w.framework == framework) return w.why;
-  return "";
-}
-
 std::string dsl_kernel_file(const FamilyRow& row, std::string_view framework) {
   return std::string(row.name) + "_" + std::string(framework) + ".py";
 }

@@ -47,10 +47,6 @@ const FamilyRow* find_family(std::string_view name);
 /// Whether `row` has a hand-written V0 in the DSL framework `framework` (a word of dsl_frameworks).
 bool family_has_dsl_kernel(const FamilyRow& row, std::string_view framework);
 
-/// Why `row`'s V0 in `framework` is withdrawn (it failed its check on a GPU), or "" when it is not: the
-/// plan does not choose a withdrawn kernel unless --pattern names the family, and then says why.
-std::string dsl_kernel_withdrawn(const FamilyRow& row, std::string_view framework);
-
 /// The embedded file of that V0: "<name>_<framework>.py" (baseline/kernels/).
 std::string dsl_kernel_file(const FamilyRow& row, std::string_view framework);
 

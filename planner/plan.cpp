@@ -221,16 +221,12 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
   if (dry.ran && (only.empty() || only == "generated")) generation = gen::generate_from_trace(dry, task.shapes);
   detail::ProofResult proof = detail::decide_family(dry, only, source_guess.name, generation ? &*generation : nullptr);
   // A DSL framework (CuteDSL, FlyDSL) takes the generator's kernel, or a family's own V0 in that DSL;
-  // unless --pattern names the family, a proven family without one (or with a withdrawn one) gives way
-  // to the generator, else the plan has no V0 (never a plan that kwiki baseline would refuse).
+  // unless --pattern names the family, a proven family without one gives way to the generator, else
+  // the plan has no V0 (never a plan that kwiki baseline would refuse).
   std::string dsl_note;
   const auto* fw = detail::find_framework(target.framework);
-  const std::string withdrawn = proof.chosen && fw && !fw->native ? detail::dsl_kernel_withdrawn(*proof.chosen, target.framework) : "";
-  if (!withdrawn.empty() && !only.empty())
-    dsl_note = "warning: the " + std::string(proof.chosen->name) + " family's " + fw->language + " V0 is withdrawn (" + withdrawn +
-               "); planned because --pattern names it: expect kwiki baseline to report MISMATCH";
-  else if (only.empty() && proof.chosen && fw && !fw->native && std::string_view(proof.chosen->name) != "generated" &&
-           (!detail::family_has_dsl_kernel(*proof.chosen, target.framework) || !withdrawn.empty())) {
+  if (only.empty() && proof.chosen && fw && !fw->native && std::string_view(proof.chosen->name) != "generated" &&
+      !detail::family_has_dsl_kernel(*proof.chosen, target.framework)) {
     const std::string family = proof.chosen->name;
     proof.chosen = nullptr;
     for (const auto& v : proof.verdicts)
@@ -238,7 +234,7 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
         proof.chosen = detail::find_family("generated");
         proof.binding = v.binding;
       }
-    dsl_note = "the proven family " + family + " has no " + fw->language + " V0" + (withdrawn.empty() ? "" : " in service (withdrawn: " + withdrawn + ")") +
+    dsl_note = "the proven family " + family + " has no " + fw->language + " V0" +
                (proof.chosen ? ", so the generator's kernel is planned" : " and the generator does not lower this reference");
     if (!proof.chosen) proof.near_miss = dsl_note;
   }
