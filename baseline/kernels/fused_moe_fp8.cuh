@@ -304,6 +304,7 @@ inline int launch(const T* hidden, const unsigned char* w13, const unsigned char
   Shape s;
   if (!kwiki_fused_moe::make_shape(T_, H, I, E, K, BM, &s)) return -1;
   if (H % kGroup != 0 || I % kGroup != 0 || !(fnuz == 0.0 || fnuz == 1.0)) return -1;
+  if (T_ * (H / kGroup) > 0x7fffffffll * kQuantThreads) return -1;  // the token-quant grid (one dimension)
   if (T_ == 0) return 0;
   if (!hidden || !w13 || !w2 || !w13_scale || !w2_scale || !topk_weights || !topk_ids || !out || !chunk_counts || !expert_offsets || !sorted_ids ||
       !block_expert || !a_q || !a_scale || !act_q || !act_scale || !slot_out)
