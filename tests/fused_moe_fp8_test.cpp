@@ -7,12 +7,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cpu_reference.hpp"
 #include "family.hpp"
+#include "kwiki/baseline.hpp"
 #include "kwiki/planner.hpp"
 #include "kwiki_twin.h"
 
@@ -244,6 +246,40 @@ TEST(FusedMoeFp8Family, CountsTheGemmsAtOneByteAWeightAndTheRoutedExpertsOnly) {
   // One token touches exactly its 8 experts: fp8 weights (1 byte) and their 56 x 2 + 56 x 2 fp32 block scales each.
   EXPECT_NEAR(w->bytes_read, 7168 * 2.0 + 8 * (3.0 * 256 * 7168 + (2 * 2 * 56 + 56 * 2) * 4.0) + 8 * 8.0, 1e-6);
   EXPECT_DOUBLE_EQ(w->bytes_written, 7168 * 2.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The template as kwiki baseline writes it
+// ---------------------------------------------------------------------------------------------
+
+// The kwiki headers a source still includes by a quoted #include (none, once inlined).
+std::vector<std::string> quoted_includes(const std::string& source) {
+  std::vector<std::string> found;
+  std::istringstream lines(source);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("#include \"") != std::string::npos) found.push_back(line);
+  return found;
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(FusedMoeFp8Template, IsOneSourceWithEachTemplateItBuildsOnInlinedOnce) {
+  for (const char* vendor : {"nvidia", "amd"}) {
+    const std::string src = kwiki::template_source("fused_moe_fp8", "fp8_e4m3", vendor);
+    ASSERT_FALSE(src.empty());
+    EXPECT_EQ(quoted_includes(src), std::vector<std::string>()) << vendor;
+    for (const char* header : {"kwiki_compat.cuh", "fused_moe.cuh", "fp8_block_gemm.cuh", "fp8_quant.cuh"})
+      EXPECT_EQ(count_of(src, std::string("// ---- ") + header + " (inlined) ----"), 1u) << header << " (" << vendor << ")";
+    EXPECT_EQ(count_of(src, "KWIKI_EXPORT int kwiki_launch("), 4u) << "fused_moe_fp8's launcher and the three guarded off in the headers";
+    EXPECT_NE(src.find(std::string("#define KWIKI_T ") + (std::string(vendor) == "amd" ? "kwiki_bf16" : "__nv_bfloat16")), std::string::npos);
+  }
+  // Every other template is one file too (the compat header inlined as before).
+  for (const std::string& pattern : kwiki::template_patterns())
+    EXPECT_EQ(quoted_includes(kwiki::template_source(pattern, "bf16", "nvidia")), std::vector<std::string>()) << pattern;
 }
 
 }  // namespace
