@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "embedded_files.hpp"
@@ -537,17 +538,37 @@ std::vector<std::string> template_patterns() {
 }
 
 namespace detail {
-std::string inline_compat(const std::string& source) {
-  const std::string compat = embedded_file("kwiki_compat.cuh");
-  std::string inlined;
+namespace {
+// The embedded header a line includes ("#include \"name.cuh\""), or "" when it includes none of kwiki's.
+std::string included_template(const std::string& line) {
+  const std::size_t hash = line.find_first_not_of(" \t");
+  if (hash == std::string::npos || line.compare(hash, 8, "#include") != 0) return "";
+  const std::size_t open = line.find('"', hash), close = open == std::string::npos ? open : line.find('"', open + 1);
+  if (close == std::string::npos) return "";
+  const std::string name = line.substr(open + 1, close - open - 1);
+  return name.ends_with(".cuh") && !embedded_file(name).empty() ? name : "";
+}
+
+// source with each of kwiki's headers it includes (directly or through another) inlined at its first include.
+void inline_templates(const std::string& source, std::set<std::string>& done, std::string& out) {
   std::stringstream ss(source);
   for (std::string line; std::getline(ss, line);) {
-    if (line.find("#include") != std::string::npos && line.find("kwiki_compat.cuh") != std::string::npos) {
-      inlined += "// ---- kwiki_compat.cuh (inlined) ----\n" + compat + "\n// ---- end of kwiki_compat.cuh ----\n";
-    } else {
-      inlined += line + "\n";
+    const std::string name = included_template(line);
+    if (name.empty()) {
+      out += line + "\n";
+    } else if (done.insert(name).second) {
+      out += "// ---- " + name + " (inlined) ----\n";
+      inline_templates(embedded_file(name), done, out);
+      out += "// ---- end of " + name + " ----\n";
     }
   }
+}
+}  // namespace
+
+std::string inline_compat(const std::string& source) {
+  std::set<std::string> done;
+  std::string inlined;
+  inline_templates(source, done, inlined);
   return inlined;
 }
 }  // namespace detail

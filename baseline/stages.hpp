@@ -73,7 +73,8 @@ void build_stage(Context& c);
 /// evidence; an absent DSL wheel is "not compiled" (skip_compile), a failed compile COMPILE_FAIL.
 void build_dsl(Context& c);
 
-/// A GPU source that includes kwiki_compat.cuh, with the header inlined (one self-contained file).
+/// A GPU source with kwiki's headers it includes (kwiki_compat.cuh, a template another builds on) inlined, each once: one
+/// self-contained file.
 std::string inline_compat(const std::string& source);
 
 /// Writes baseline_report.md and memory/v0.json from the plan and the harness's result.

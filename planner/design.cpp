@@ -310,6 +310,37 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     add("scratch", "chunk counts, expert offsets, sorted ids (T*k + E*15 rows), block experts, act [T*k, I] and slot_out [T*k, H] fp32, passed in "
                    "by the caller (the launcher allocates nothing)",
         align_rec);
+  } else if (pattern == "fused_moe_fp8") {
+    d.template_name = amd ? "fused_moe_fp8_hip" : "fused_moe_fp8_cuda";
+    const std::string align_rec = wiki.ask("routing", "fused moe align block size: sort token ids by expert, pad each expert to the block size");
+    const std::string promo_rec = wiki.ask("promotion", "block-scaled fp8 gemm promotion interval 128 K fp32 accumulation DeepSeek-V3 fine-grained "
+                                                        "quantization");
+    const std::string scale_rec = wiki.ask("scales", "fp8 block scaling 1x128 activation 128x128 weight scales w8a8 block fp8 matmul");
+    const std::string quant_rec = wiki.ask("quantization", "dynamic fp8 quantization amax scale clamp before the cast zero group scale");
+    add("routing", "fused_moe's: deterministic, no atomics: chunk counts per expert in " + t.onchip_name + ", one scan block padding each "
+                   "expert's rows to 16, a stable scatter of the (token, slot) entries by expert; ids outside [0, E) are skipped",
+        align_rec);
+    add("quantization", "hidden per token per group of 128 (a thread per group: amax, then fp32 x / scale clamped to the format's max and cast "
+                        "round-to-nearest-even), and the SiLU x up intermediate the same way in the gate/up epilogue, one group per block "
+                        "(the block owns 128 columns of I): the reference's per_token_group_quant_fp8 before each GEMM",
+        quant_rec);
+    add("grouped GEMMs", "gate/up: a block per (16 sorted rows of one expert, 128 columns of I) over the gate rows and the up rows of those "
+                         "columns (each inside one 128 x 128 weight block); down: a block per (16 rows, 128 columns of H); fp8 rows read "
+                         "as 16-byte chunks, decoded to fp32 into " + t.onchip_name + " 32 K at a time; " +
+                             (amd ? std::string("vector ALUs in V0") : std::string("CUDA cores in V0 (fp8_block_gemm's mma.sync m16n8k32 path is "
+                                                                                   "the next version)")),
+        wiki.ask("grouped GEMM", "moe grouped gemm experts gather token rows by sorted ids block sparse"));
+    add("numerics", "each 128-K block's partial in fp32, times the fp32 product a_scale * w_scale, added to an fp32 accumulator (every "
+                    "block promoted, as native_w8a8_block_matmul); gate, up, silu(gate) and silu x up rounded to bf16 and the down "
+                    "GEMM's output rounded to bf16 (the reference's GEMM outputs); the weighted sum over the k slots in slot order in fp32, "
+                    "one rounding at the store; e4m3fn or e4m3fnuz by the fnuz parameter",
+        promo_rec);
+    add("scales", "activation scales [T, H/128] and [T*k, I/128], weight scales [E, 2I/128, H/128] and [E, H/128, I/128]: one per 128-K block "
+                  "of a row, one per 128 x 128 block of a weight",
+        scale_rec);
+    add("scratch", "fused_moe's routing arrays, the quantized hidden [T, H] and intermediate [T*k, I] (bytes) with their fp32 group scales, "
+                   "slot_out [T*k, H] fp32, passed in by the caller (the launcher allocates nothing)",
+        align_rec);
   } else if (pattern == "fp8_block_gemm") {
     d.template_name = amd ? "fp8_block_gemm_hip" : "fp8_block_gemm_cuda";
     const std::string promo_rec = wiki.ask("promotion", "block-scaled fp8 gemm promotion interval 128 K fp32 accumulation DeepSeek-V3 fine-grained "
@@ -413,7 +444,9 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
   d.boundary_cases = {"one row / one token", "a row length that is not a multiple of " + std::to_string(vec) + " (the scalar path)",
                       "the largest shape of the task (grid and register limits)"};
   if (pattern == "paged_decode_attention" || pattern == "paged_decode_attention_vllm" || pattern == "mla_decode") d.boundary_cases.push_back("a context length that is not a multiple of the page size; a sequence shorter than one split");
-  if (pattern == "fused_moe") d.boundary_cases.push_back("one token (decode); experts with no token; every token on one expert; an id outside [0, E)");
+  if (pattern == "fused_moe" || pattern == "fused_moe_fp8")
+    d.boundary_cases.push_back("one token (decode); experts with no token; every token on one expert; an id outside [0, E)");
+  if (pattern == "fused_moe_fp8") d.boundary_cases.push_back("an all-zero 128-group (its scale is eps / fp8_max, its bytes zero); a group whose amax saturates the format");
   if (pattern == "prefill_attention") d.boundary_cases.push_back("a sequence of one query (decode) beside long prefill chunks; a sequence length that is not a multiple of the 32-row tile; a context not a multiple of the page size");
   const std::string time_rec = wiki.ask("timing", "time kernels with events warm-up median p10 p90");
   const std::string flush_rec = wiki.ask("L2 flush", "flush L2 between timed repetitions buffer twice the cache");

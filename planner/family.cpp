@@ -205,6 +205,24 @@ std::optional<WorkCounts> fused_moe_work(const WorkInput& in) {
   return w;
 }
 
+std::optional<WorkCounts> fused_moe_fp8_work(const WorkInput& in) {
+  const auto t = in.dim("num_tokens"), h = in.dim("hidden_size"), i = in.dim("intermediate_size"), ex = in.dim("num_experts");
+  const auto k = in.dim("topk") ? in.dim("topk") : kwarg(in, "num_experts_per_tok");
+  if (!t || !h || !i || !ex || !k || *ex < 1) return std::nullopt;
+  const double slots = *t * *k, hb = std::ceil(*h / 128), ib = std::ceil(*i / 128);
+  const double touched = *ex * (1 - std::pow(std::max(0.0, 1 - *k / *ex), *t));  // as fused_moe_work
+  WorkCounts w;
+  w.matrix_flops = 6 * slots * *h * *i;  // on the fp8 dense rate
+  // The two quantizations (abs, max, divide, clamp), each 128-K block's promotion, silu and product, the weighted sum.
+  w.vector_flops = 5 * (*t * *h + slots * *i) + 2 * slots * (2 * *i * hb + *h * ib) + 4 * slots * *i + 2 * slots * *h;
+  w.bytes_read = *t * *h * 2 + touched * (3 * *i * *h + (2 * ib * hb + hb * ib) * 4) + slots * 8;
+  w.bytes_written = *t * *h * 2;
+  w.basis = "bf16 hidden[T,H], the routed experts' fp8 w13 [2I,H] and w2 [H,I] (1 byte each) with their fp32 128x128 block scales (experts hit "
+            "by uniform routing), topk weights and ids read; bf16 out[T,H] written (the scratch's round trips not counted); 6*T*k*H*I matrix "
+            "FLOPs at the fp8 rate";
+  return w;
+}
+
 std::optional<WorkCounts> fp8_block_gemm_work(const WorkInput& in) {
   const auto m = in.dim("num_tokens"), k = in.dim("in_features"), n = in.dim("out_features");
   if (!m || !k || !n) return std::nullopt;
@@ -306,6 +324,14 @@ const FamilyRow kFamilies[] = {
      "hidden[T,H], w13[E,2I,H] (gate rows, then up rows), w2[E,H,I], topk_weights[T,k] (fp32), topk_ids[T,k] (int32), out[T,H], "
      "chunk_counts, expert_offsets, sorted_ids, block_expert (int32 scratch), act[T*k,I], slot_out[T*k,H] (fp32); T, H, I, E, k, BM",
      "", fused_moe_work, true},  // reads only the routed experts' weights: the counter's bytes, not the dry run's whole stacks
+    // Fused MoE with block-scaled fp8 weights (issue 20, family 3's fp8 half): DeepSeek-V3 / Qwen3-FP8 as vLLM serves them, the
+    // activations and the SiLU x up intermediate quantized per 1 x 128 group, 128 x 128 weight scales, every 128-K block promoted.
+    {"fused_moe_fp8", "fused_experts_fp8 w8a8_block_fp8_moe fused_moe_fp8_block block_fp8_moe moe_fp8", "fused_moe",
+     "hidden[T,H], w13[E,2I,H] (fp8 bytes: gate rows, then up rows), w2[E,H,I] (fp8 bytes), w13_scale[E,2I/128,H/128], w2_scale[E,H/128,I/128] "
+     "(fp32), topk_weights[T,k] (fp32), topk_ids[T,k] (int32), out[T,H], chunk_counts, expert_offsets, sorted_ids, block_expert (int32 "
+     "scratch), a_q[T,H] (fp8 bytes), a_scale[T,H/128], act_q[T*k,I] (fp8 bytes), act_scale[T*k,I/128], slot_out[T*k,H] (fp32); T, H, I, E, "
+     "k, BM (H and I multiples of 128); fnuz (0 e4m3fn, 1 e4m3fnuz)",
+     "", fused_moe_fp8_work, true},
     // Block-scaled fp8 GEMM (issue 20): DeepSeek-V3 / vLLM w8a8_block_fp8_matmul, 1 x 128 activation
     // and 128 x 128 weight scales, each 128-K block promoted to fp32.
     {"fp8_block_gemm", "w8a8_block_fp8_matmul block_scaled_fp8_gemm fp8_gemm_blockscale fp8_block_matmul deepgemm_fp8_gemm", "gemm",
@@ -325,7 +351,7 @@ const FamilyRow kFamilies[] = {
      "", nullptr},
 };
 const std::size_t kFamilyCount = sizeof(kFamilies) / sizeof(kFamilies[0]);
-static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == 18, "a new family is a row here and its files (family.hpp says which)");
+static_assert(sizeof(kFamilies) / sizeof(kFamilies[0]) == 19, "a new family is a row here and its files (family.hpp says which)");
 
 const FamilyRow* find_family(std::string_view name) {
   for (std::size_t i = 0; i < kFamilyCount; ++i) {

@@ -86,13 +86,27 @@ def map_cuda_to(target):
     torch.cuda.synchronize = lambda *a, **k: None
 
 
+def quantization_blocks(kwargs):
+    """The block sizes a task declares in a list under a name with "block" in it (vLLM's block_size / block_shape
+    [128, 128] of fp8 block scaling): constants of the algorithm, which the shrink leaves alone."""
+    return sorted({b for d in kwargs for k, v in d.items() if "block" in k.lower() and isinstance(v, (list, tuple))
+                   for b in v if isinstance(b, int) and not isinstance(b, bool) and b > 1})
+
+
 def shrink_factor(kwargs):
     """A power of two that divides every size-like integer >= 128 of the kwargs and leaves each at
-    least SMALLEST: relations between sizes (equal, twice, a multiple) survive the shrink."""
+    least SMALLEST: relations between sizes (equal, twice, a multiple) survive the shrink, and so does a
+    size's being a whole number of a declared quantization block (a reference that asserts
+    hidden % 128 == 0 still runs)."""
     sizes = [v for d in kwargs for k, v in d.items()
              if isinstance(v, int) and not isinstance(v, bool) and v >= 128 and "seed" not in k.lower()]
+    blocks = quantization_blocks(kwargs)
+
+    def keeps(v, f):
+        return v % f == 0 and v // f >= SMALLEST and all(v % b != 0 or (v // f) % b == 0 for b in blocks)
+
     s = 1
-    while sizes and all(v % (2 * s) == 0 and v // (2 * s) >= SMALLEST for v in sizes):
+    while sizes and all(keeps(v, 2 * s) for v in sizes):
         s *= 2
     return s
 

@@ -751,6 +751,85 @@ class FusedMoe:
         return [x, w13, w2, weights, ids, out] + scratch, [t, h, i, e, k, self.BLOCK_M], [], {"out": out}
 
 
+class FusedMoeFp8:
+    """Fused MoE experts with block-scaled fp8 weights (vLLM torch_experts, block_shape [128, 128]): hidden [T, H] (16-bit),
+    w13 [E, 2I, H] and w2 [E, H, I] in e4m3 with fp32 scales [E, 2I/128, H/128] and [E, H/128, I/128], top-k weights and ids [T, k]."""
+    name = "fused_moe_fp8"
+    BLOCK_M = FusedMoe.BLOCK_M  # the routing is fused_moe's
+    CHUNK = FusedMoe.CHUNK
+    GROUP = 128  # quantization group and weight scale block (fused_moe_fp8.cuh, kGroup)
+
+    def bind(self, s):
+        t = s.tensor_inputs()
+        stacks = [(src, v) for src, v in s.sources() if is_fp8(v) and v.dim() == 3]
+        scales = [(src, v) for src, v in s.sources() if torch.is_tensor(v) and v.dtype == torch.float32 and v.dim() == 3]
+        ids = [(n, v) for n, v in t if v.dim() == 2 and v.dtype in (torch.int32, torch.int64)]
+        if len(stacks) != 2 or len(scales) != 2 or len(ids) != 1:
+            raise NoFit("does not take two fp8 expert weight stacks (w13 [E, 2I, H], w2 [E, H, I]), their two fp32 block-scale tensors and one "
+                        "integer top-k id tensor [T, k]")
+        if len(s.outputs) != 1 or not torch.is_tensor(s.outputs[0][1]):
+            raise NoFit("returns %d outputs; the family returns one" % len(s.outputs))
+        out_name, out = s.outputs[0]
+        idn, idv = ids[0]
+        tokens, k = idv.shape
+        g = self.GROUP
+        used = {src for src, _ in stacks + scales}
+        found, why = [], "has no hidden [T, H] of a 16-bit or fp32 dtype with top-k weights [T, k] and an output like hidden"
+        for (w13s, w13), (w2s, w2) in (stacks, stacks[::-1]):
+            e, two_i, h = w13.shape
+            if two_i % 2 or tuple(w2.shape) != (e, h, two_i // 2) or w2.dtype != w13.dtype:
+                continue
+            i = two_i // 2
+            if h % g or i % g:
+                why = "H = %d and I = %d must be multiples of %d (the 1 x 128 activation groups)" % (h, i, g)
+                continue
+            for (w13ss, w13_s), (w2ss, w2_s) in (scales, scales[::-1]):
+                if tuple(w13_s.shape) != (e, two_i // g, h // g) or tuple(w2_s.shape) != (e, h // g, i // g):
+                    why = "its scales are %s and %s: not 128 x 128 weight blocks of w13 %s and w2 %s" % (
+                        tuple(w13_s.shape), tuple(w2_s.shape), tuple(w13.shape), tuple(w2.shape))
+                    continue
+                for xs, x in s.float_inputs():
+                    if is_fp8(x) or ("input", xs) in used or x.dim() < 2 or x.shape[-1] != h or rows(x) != tokens:
+                        continue
+                    if tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype:
+                        continue
+                    for ws, wv in s.float_inputs():
+                        if ws == xs or ("input", ws) in used or tuple(wv.shape) != (tokens, k):
+                            continue
+                        no_other_tensors(s, [("input", xs), ("input", ws), ("input", idn)] + [src for src in used if src[0] == "input"])
+                        found.append({"roles": {"hidden": ("input", xs), "w13": w13s, "w2": w2s, "w13_scale": w13ss, "w2_scale": w2ss,
+                                                "topk_weights": ("input", ws), "topk_ids": ("input", idn)},
+                                      "params": {"fnuz": 1.0 if "fnuz" in str(w13.dtype) else 0.0}, "outputs": {"out": out_name}})
+        if not found:
+            raise NoFit(why)
+        return found
+
+    def prepare(self, b, get):
+        r = b["roles"]
+        x, w13, w2 = get(r["hidden"]).contiguous(), get(r["w13"]).contiguous(), get(r["w2"]).contiguous()
+        w13_s, w2_s = get(r["w13_scale"]).contiguous(), get(r["w2_scale"]).contiguous()
+        weights = get(r["topk_weights"]).to(torch.float32).contiguous()
+        ids = get(r["topk_ids"]).to(torch.int32).contiguous()
+        h, t = x.shape[-1], rows(x)
+        e, i, k = w13.shape[0], w13.shape[1] // 2, ids.shape[-1]
+        entries = t * k
+        capacity = entries + e * (self.BLOCK_M - 1)
+        dev = x.device
+        out = empty(x.shape, x.dtype, dev)
+        rows_k = max(1, entries)
+        # The scratch (ABI.md): fused_moe's routing, the quantized hidden and intermediate with their group scales, per-slot outputs.
+        scratch = [torch.empty(max(1, (entries + self.CHUNK - 1) // self.CHUNK * e), dtype=torch.int32, device=dev),
+                   torch.empty(e + 1, dtype=torch.int32, device=dev),
+                   torch.empty(capacity, dtype=torch.int32, device=dev),
+                   torch.empty((capacity + self.BLOCK_M - 1) // self.BLOCK_M, dtype=torch.int32, device=dev),
+                   torch.empty((max(1, t), h), dtype=torch.uint8, device=dev),
+                   torch.empty((max(1, t), h // self.GROUP), dtype=torch.float32, device=dev),
+                   torch.empty((rows_k, i), dtype=torch.uint8, device=dev),
+                   torch.empty((rows_k, i // self.GROUP), dtype=torch.float32, device=dev),
+                   torch.empty((rows_k, h), dtype=torch.float32, device=dev)]
+        return ([x, w13, w2, w13_s, w2_s, weights, ids, out] + scratch, [t, h, i, e, k, self.BLOCK_M], [b["params"]["fnuz"]], {"out": out})
+
+
 class Fp8BlockGemm:
     """Block-scaled fp8 GEMM (DeepSeek-V3, vLLM w8a8_block_fp8_matmul): A[.., K] and B[N, K] in e4m3, As[.., K/128] and
     Bs[N/128, K/128] fp32 scales (1 x 128 activation groups, 128 x 128 weight blocks), out[.., N] in bf16."""
@@ -953,7 +1032,7 @@ class Generated:
 FAMILIES = {f.name: f for f in (FusedAddRmsNorm(), RowNorm("rms_norm", False), RowNorm("layer_norm", True), RowMap("softmax", False),
                                 RowReduce(), RowMap("gelu_and_mul", True), Fp8Quant(), MoeGating(),
                                 Gemm(), PagedDecodeAttention(), KvCacheWrite(), TopkFilter(), PagedDecodeAttentionVllm(),
-                                MlaDecode(), FusedMoe(), Fp8BlockGemm(), PrefillAttention(), Generated())}
+                                MlaDecode(), FusedMoe(), FusedMoeFp8(), Fp8BlockGemm(), PrefillAttention(), Generated())}
 
 
 def launch_twin(lib, family, tensors, dims, params):

@@ -227,7 +227,7 @@ std::vector<double> gelu_and_mul(const std::vector<float>& x, std::size_t rows, 
   return gated(x, rows, inter, gelu_tanh);
 }
 
-Fp8QuantResult fp8_quant(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool fnuz) {
+Fp8QuantResult fp8_quant(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool fnuz, float eps) {
   expect_size("fp8_quant x", x.size(), rows * cols);
   const double max_v = fp8_max_value(fnuz);
   Fp8QuantResult r;
@@ -243,8 +243,8 @@ Fp8QuantResult fp8_quant(const std::vector<float>& x, std::size_t rows, std::siz
       const double a = std::fabs(static_cast<double>(xr[j]));
       amax = std::isnan(a) || std::isnan(amax) ? std::numeric_limits<double>::quiet_NaN() : std::max(amax, a);
     }
-    // amax is a float and 1e-12 is taken as the fp32 constant the kernel uses.
-    const float scale = static_cast<float>((std::isnan(amax) ? amax : std::max(amax, static_cast<double>(1e-12f))) / max_v);
+    // amax is a float and eps is taken as the fp32 constant the kernel uses.
+    const float scale = static_cast<float>((std::isnan(amax) ? amax : std::max(amax, static_cast<double>(eps))) / max_v);
     r.scales[t] = scale;
     for (std::size_t j = 0; j < cols; ++j) {
       // The quotient of two floats rounded from double to float is the fp32 division exactly
@@ -609,6 +609,73 @@ std::vector<double> fp8_block_gemm(const std::vector<float>& a, const std::vecto
       for (std::size_t c = 0; c < cols; ++c) out[m * s.n + n0 + c] = acc[c];
     }
   }
+  return out;
+}
+
+std::vector<double> fused_moe_fp8(const std::vector<float>& hidden, const std::vector<float>& w13, const std::vector<float>& w2,
+                                  const std::vector<float>& w13_scale, const std::vector<float>& w2_scale, const std::vector<float>& topk_weights,
+                                  const std::vector<std::int32_t>& topk_ids, const FusedMoeShape& s, StoreType intermediate, bool fnuz) {
+  constexpr std::size_t kGroup = 128;  // the quantization group and the scale block of both GEMMs
+  constexpr float kEps = 1e-10f;       // per_token_group_quant_fp8's eps
+  const std::size_t t_n = s.tokens, h_n = s.hidden, i_n = s.intermediate, e_n = s.experts, k_n = s.topk;
+  if (h_n % kGroup != 0 || i_n % kGroup != 0) throw std::invalid_argument("fused_moe_fp8: H and I must be multiples of 128 (the group quantization)");
+  const std::size_t hb = h_n / kGroup, ib = i_n / kGroup;
+  expect_size("fused_moe_fp8 hidden", hidden.size(), t_n * h_n);
+  expect_size("fused_moe_fp8 w13", w13.size(), e_n * 2 * i_n * h_n);
+  expect_size("fused_moe_fp8 w2", w2.size(), e_n * h_n * i_n);
+  expect_size("fused_moe_fp8 w13_scale", w13_scale.size(), e_n * 2 * ib * hb);
+  expect_size("fused_moe_fp8 w2_scale", w2_scale.size(), e_n * hb * ib);
+  expect_size("fused_moe_fp8 topk_weights", topk_weights.size(), t_n * k_n);
+  expect_size("fused_moe_fp8 topk_ids", topk_ids.size(), t_n * k_n);
+  auto round = [&](double v) { return round_to(intermediate, static_cast<float>(v)); };
+  auto slice = [](const std::vector<float>& v, std::size_t at, std::size_t n) {
+    return std::vector<float>(v.begin() + static_cast<std::ptrdiff_t>(at), v.begin() + static_cast<std::ptrdiff_t>(at + n));
+  };
+  // Each token's row quantized per group of 128 (the reference quantizes the k copies of it alike).
+  const Fp8QuantResult a = fp8_quant(hidden, t_n * hb, kGroup, fnuz, kEps);
+  std::vector<double> slot_out(t_n * k_n * h_n, 0.0);
+  for (std::size_t e = 0; e < e_n; ++e) {
+    // The expert's (token, slot) entries in the reference's mask order, and their quantized rows.
+    std::vector<std::size_t> entries;
+    for (std::size_t j = 0; j < t_n * k_n; ++j)
+      if (topk_ids[j] == static_cast<std::int32_t>(e)) entries.push_back(j);
+    if (entries.empty()) continue;
+    const std::size_t m = entries.size();
+    std::vector<float> aq(m * h_n), as(m * hb);
+    for (std::size_t r = 0; r < m; ++r) {
+      const std::size_t t = entries[r] / k_n;
+      std::copy_n(a.q.begin() + static_cast<std::ptrdiff_t>(t * h_n), h_n, aq.begin() + static_cast<std::ptrdiff_t>(r * h_n));
+      std::copy_n(a.scales.begin() + static_cast<std::ptrdiff_t>(t * hb), hb, as.begin() + static_cast<std::ptrdiff_t>(r * hb));
+    }
+    Fp8BlockGemmShape up_shape;
+    up_shape.m = m;
+    up_shape.n = 2 * i_n;
+    up_shape.k = h_n;
+    const std::vector<double> gate_up = fp8_block_gemm(aq, slice(w13, e * 2 * i_n * h_n, 2 * i_n * h_n), as, slice(w13_scale, e * 2 * ib * hb, 2 * ib * hb), up_shape);
+    // SiluAndMul on the GEMM's 16-bit output, then the intermediate quantized per group of 128.
+    std::vector<float> act(m * i_n);
+    for (std::size_t r = 0; r < m; ++r)
+      for (std::size_t n = 0; n < i_n; ++n) {
+        const double g = round(gate_up[r * 2 * i_n + n]), u = round(gate_up[r * 2 * i_n + i_n + n]);
+        act[r * i_n + n] = round(static_cast<double>(round(silu(g))) * u);
+      }
+    const Fp8QuantResult aq2 = fp8_quant(act, m * ib, kGroup, fnuz, kEps);
+    Fp8BlockGemmShape down_shape;
+    down_shape.m = m;
+    down_shape.n = h_n;
+    down_shape.k = i_n;
+    const std::vector<double> y = fp8_block_gemm(aq2.q, slice(w2, e * h_n * i_n, h_n * i_n), aq2.scales, slice(w2_scale, e * hb * ib, hb * ib), down_shape);
+    for (std::size_t r = 0; r < m; ++r)
+      for (std::size_t h = 0; h < h_n; ++h) slot_out[entries[r] * h_n + h] = round(y[r * h_n + h]);  // the GEMM's 16-bit output
+  }
+  // The weighted sum over the slots in slot order; slots of ids outside [0, E) stayed zero.
+  std::vector<double> out(t_n * h_n, 0.0);
+  for (std::size_t t = 0; t < t_n; ++t)
+    for (std::size_t slot = 0; slot < k_n; ++slot) {
+      const std::size_t j = t * k_n + slot;
+      if (topk_ids[j] < 0 || static_cast<std::size_t>(topk_ids[j]) >= e_n) continue;
+      for (std::size_t h = 0; h < h_n; ++h) out[t * h_n + h] += static_cast<double>(topk_weights[j]) * slot_out[j * h_n + h];
+    }
   return out;
 }
 

@@ -95,10 +95,11 @@ struct Fp8QuantResult {
   std::vector<double> dequant; ///< q * scale, [rows, cols]
 };
 
-/// Per-row dynamic fp8 quantization: scale = fp32(max(amax, 1e-12) / fp8_max), as the kernel
+/// Per-row dynamic fp8 quantization: scale = fp32(max(amax, eps) / fp8_max), as the kernel
 /// stores it; q = fp8_round(clamp(x / scale, -fp8_max, fp8_max)) with x / scale rounded to fp32
-/// as the kernel divides, so q is the kernel's q exactly. fp8_max is fp8_max_value(fnuz).
-Fp8QuantResult fp8_quant(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool fnuz);
+/// as the kernel divides, so q is the kernel's q exactly. fp8_max is fp8_max_value(fnuz). Groups
+/// of a row (per_token_group_quant_fp8) are rows of [rows * cols / group, group].
+Fp8QuantResult fp8_quant(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool fnuz, float eps = 1e-12f);
 
 // ---------------------------------------------------------------------------------------------
 // MoE gating, GEMM, paged decode attention
@@ -229,6 +230,18 @@ struct FusedMoeShape {
 std::vector<double> fused_moe(const std::vector<float>& hidden, const std::vector<float>& w13, const std::vector<float>& w2,
                               const std::vector<float>& topk_weights, const std::vector<std::int32_t>& topk_ids, const FusedMoeShape& shape,
                               StoreType intermediate);
+/// fused_moe with block-scaled fp8 weights (vLLM torch_experts with block_shape [128, 128]): each
+/// token's hidden row quantized per group of 128 (fp8_quant of the group, eps 1e-10); per expert e,
+/// its routed rows through fp8_block_gemm against w13[e] (scales w13_scale[e] [2I/128, H/128]), gate
+/// and up rounded to `intermediate`, act = round(round(silu(gate)) * up), act quantized per group of
+/// 128 the same way, fp8_block_gemm against w2[e] (w2_scale[e] [H/128, I/128]) rounded to
+/// `intermediate`; out[t] = sum over slots in order of topk_weights[t, s] * that (double). w13 and w2
+/// are the fp8 values (decoded); fnuz picks the format of the quantizations (max 240, else 448). H and
+/// I must be multiples of 128 (the reference's group quantization asserts it). A slot whose id is
+/// outside [0, E) adds nothing. Throws std::invalid_argument for sizes that disagree.
+std::vector<double> fused_moe_fp8(const std::vector<float>& hidden, const std::vector<float>& w13, const std::vector<float>& w2,
+                                  const std::vector<float>& w13_scale, const std::vector<float>& w2_scale, const std::vector<float>& topk_weights,
+                                  const std::vector<std::int32_t>& topk_ids, const FusedMoeShape& shape, StoreType intermediate, bool fnuz);
 /// Sizes of the block-scaled fp8 GEMM (DeepSeek-V3 / vLLM w8a8_block_fp8_matmul).
 struct Fp8BlockGemmShape {
   std::size_t m = 0, n = 0, k = 0;

@@ -327,6 +327,19 @@ void fused_moe(const Args& a) {  // hidden, w13, w2, topk_weights, topk_ids, out
                             a.floats(2, s.experts * s.hidden * s.intermediate), a.floats(3, rows), a.ints(4, rows), s, store_type(a.dtype(0))));
 }
 
+// Tensor i's `count` fp8 values in the format fnuz names: an fp8 tensor of that format, or raw bytes
+// (uint8) read as the kernel reads them.
+std::vector<float> fp8_values(const Args& a, int i, std::size_t count, double fnuz) {
+  const int want = fnuz != 0.0 ? KWIKI_TWIN_E4M3FNUZ : KWIKI_TWIN_E4M3FN;
+  if (a.dtype(i) != want && a.dtype(i) != KWIKI_TWIN_U8)
+    throw std::invalid_argument("tensor " + std::to_string(i) + " must be fp8 of the format fnuz names");
+  if (a.dtype(i) != KWIKI_TWIN_U8) return a.floats(i, count);
+  std::vector<float> v(count);
+  const auto* p = static_cast<const std::uint8_t*>(a.raw(i));
+  for (std::size_t k = 0; k < count; ++k) v[k] = ref::fp8_decode(p[k], fnuz != 0.0);
+  return v;
+}
+
 void fp8_block_gemm(const Args& a) {  // A[M,K] fp8, B[N,K] fp8, As, Bs (fp32), out[M,N]; M, N, K, BN, BK; fnuz
   a.expect(5, 5, 1);
   ref::Fp8BlockGemmShape s;
@@ -340,20 +353,30 @@ void fp8_block_gemm(const Args& a) {  // A[M,K] fp8, B[N,K] fp8, As, Bs (fp32), 
   if (s.k % 16 != 0) throw std::invalid_argument("K must be a multiple of 16 (16-byte fp8 rows)");
   const double fnuz = a.param(0);
   if (fnuz != 0.0 && fnuz != 1.0) throw std::invalid_argument("fnuz must be 0 (e4m3fn) or 1 (e4m3fnuz)");
-  for (int i : {0, 1}) {
-    const int want = fnuz != 0.0 ? KWIKI_TWIN_E4M3FNUZ : KWIKI_TWIN_E4M3FN;
-    if (a.dtype(i) != want && a.dtype(i) != KWIKI_TWIN_U8) throw std::invalid_argument("A and B must be fp8 of the format fnuz names");
-  }
-  // Raw bytes (uint8) are read in the format fnuz names, as the kernel reads them.
-  auto values = [&](int i, std::size_t count) {
-    if (a.dtype(i) != KWIKI_TWIN_U8) return a.floats(i, count);
-    std::vector<float> v(count);
-    const auto* p = static_cast<const std::uint8_t*>(a.raw(i));
-    for (std::size_t k = 0; k < count; ++k) v[k] = ref::fp8_decode(p[k], fnuz != 0.0);
-    return v;
-  };
   const std::size_t kb = (s.k + 127) / 128, nb = (s.n + 127) / 128;
-  a.store(4, ref::fp8_block_gemm(values(0, s.m * s.k), values(1, s.n * s.k), a.floats(2, s.m * kb), a.floats(3, nb * kb), s));
+  a.store(4, ref::fp8_block_gemm(fp8_values(a, 0, s.m * s.k, fnuz), fp8_values(a, 1, s.n * s.k, fnuz), a.floats(2, s.m * kb), a.floats(3, nb * kb), s));
+}
+
+// hidden, w13 (fp8), w2 (fp8), w13_scale, w2_scale, topk_weights, topk_ids, out, 9 scratch; T, H, I, E, k, BM; fnuz
+void fused_moe_fp8(const Args& a) {
+  a.expect(17, 6, 1);
+  ref::FusedMoeShape s;
+  s.tokens = a.dim(0);
+  s.hidden = a.dim(1);
+  s.intermediate = a.dim(2);
+  s.experts = a.dim(3);
+  s.topk = a.dim(4);
+  if (s.hidden == 0 || s.intermediate == 0 || s.experts == 0 || s.topk == 0 || a.dim(5) == 0)
+    throw std::invalid_argument("H, I, E, k and BM must be positive");
+  // As the launcher: the quantization groups and scale blocks are 128 wide, H and I whole groups.
+  if (s.hidden % 128 != 0 || s.intermediate % 128 != 0) throw std::invalid_argument("H and I must be multiples of 128");
+  const double fnuz = a.param(0);
+  if (fnuz != 0.0 && fnuz != 1.0) throw std::invalid_argument("fnuz must be 0 (e4m3fn) or 1 (e4m3fnuz)");
+  const std::size_t hb = s.hidden / 128, ib = s.intermediate / 128, rows = s.tokens * s.topk;
+  // The scratch tensors (8..16) are the kernel's; the twin needs none of them.
+  a.store(7, ref::fused_moe_fp8(a.floats(0, s.tokens * s.hidden), fp8_values(a, 1, s.experts * 2 * s.intermediate * s.hidden, fnuz),
+                                fp8_values(a, 2, s.experts * s.hidden * s.intermediate, fnuz), a.floats(3, s.experts * 2 * ib * hb),
+                                a.floats(4, s.experts * hb * ib), a.floats(5, rows), a.ints(6, rows), s, store_type(a.dtype(0)), fnuz != 0.0));
 }
 
 // q, k, v, cu_seqlens_q, kv_lens (cu_seqlens_k or seq_lens), out, block_tables or null;
@@ -403,6 +426,7 @@ const TwinRow kTwins[] = {
     {"mla_decode", mla_decode},
     {"fused_moe", fused_moe},
     {"fp8_block_gemm", fp8_block_gemm},
+    {"fused_moe_fp8", fused_moe_fp8},
     {"prefill_attention", prefill_attention},
 };
 

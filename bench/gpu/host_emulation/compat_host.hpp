@@ -245,3 +245,12 @@ namespace kwiki {
 template <typename T>
 void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) { kwiki_emu::mma16816(c, a, b0, b1); }
 }  // namespace kwiki
+
+// fused_moe_fp8.cuh (issue 20, family 3 with fp8 block scales): the fp8 byte stores and the NaN test.
+namespace kwiki {
+template <int N>
+struct alignas(N) Bytes {
+  unsigned char b[N];
+};
+}  // namespace kwiki
+using std::isnan;
