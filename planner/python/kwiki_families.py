@@ -730,6 +730,15 @@ class FusedMoe:
             raise NoFit("has no hidden [T, H], w13 [E, 2I, H], w2 [E, H, I] of one dtype with top-k weights [T, k] and an output like hidden")
         return found
 
+    @classmethod
+    def routing_scratch(cls, entries, e, dev):
+        """The routing's scratch (ABI.md): chunk counts, expert offsets, sorted ids, the expert of each row block."""
+        capacity = entries + e * (cls.BLOCK_M - 1)
+        return [torch.empty(max(1, (entries + cls.CHUNK - 1) // cls.CHUNK * e), dtype=torch.int32, device=dev),
+                torch.empty(e + 1, dtype=torch.int32, device=dev),
+                torch.empty(capacity, dtype=torch.int32, device=dev),
+                torch.empty((capacity + cls.BLOCK_M - 1) // cls.BLOCK_M, dtype=torch.int32, device=dev)]
+
     def prepare(self, b, get):
         r = b["roles"]
         x, w13, w2 = get(r["hidden"]).contiguous(), get(r["w13"]).contiguous(), get(r["w2"]).contiguous()
@@ -738,14 +747,10 @@ class FusedMoe:
         h, t = x.shape[-1], rows(x)
         e, i, k = w13.shape[0], w13.shape[1] // 2, ids.shape[-1]
         entries = t * k
-        capacity = entries + e * (self.BLOCK_M - 1)
         dev = x.device
         out = empty(x.shape, x.dtype, dev)
-        # The scratch (ABI.md): chunk counts, expert offsets, sorted ids, the expert of each row block, act, per-slot outputs.
-        scratch = [torch.empty(max(1, (entries + self.CHUNK - 1) // self.CHUNK * e), dtype=torch.int32, device=dev),
-                   torch.empty(e + 1, dtype=torch.int32, device=dev),
-                   torch.empty(capacity, dtype=torch.int32, device=dev),
-                   torch.empty((capacity + self.BLOCK_M - 1) // self.BLOCK_M, dtype=torch.int32, device=dev),
+        # The scratch (ABI.md): the routing's (routing_scratch), act, per-slot outputs.
+        scratch = FusedMoe.routing_scratch(entries, e, dev) + [
                    torch.empty((max(1, entries), i), dtype=x.dtype, device=dev),
                    torch.empty((max(1, entries), h), dtype=torch.float32, device=dev)]
         return [x, w13, w2, weights, ids, out] + scratch, [t, h, i, e, k, self.BLOCK_M], [], {"out": out}
@@ -756,7 +761,6 @@ class FusedMoeFp8:
     w13 [E, 2I, H] and w2 [E, H, I] in e4m3 with fp32 scales [E, 2I/128, H/128] and [E, H/128, I/128], top-k weights and ids [T, k]."""
     name = "fused_moe_fp8"
     BLOCK_M = FusedMoe.BLOCK_M  # the routing is fused_moe's
-    CHUNK = FusedMoe.CHUNK
     GROUP = 128  # quantization group and weight scale block (fused_moe_fp8.cuh, kGroup)
 
     def bind(self, s):
@@ -813,15 +817,11 @@ class FusedMoeFp8:
         h, t = x.shape[-1], rows(x)
         e, i, k = w13.shape[0], w13.shape[1] // 2, ids.shape[-1]
         entries = t * k
-        capacity = entries + e * (self.BLOCK_M - 1)
         dev = x.device
         out = empty(x.shape, x.dtype, dev)
         rows_k = max(1, entries)
         # The scratch (ABI.md): fused_moe's routing, the quantized hidden and intermediate with their group scales, per-slot outputs.
-        scratch = [torch.empty(max(1, (entries + self.CHUNK - 1) // self.CHUNK * e), dtype=torch.int32, device=dev),
-                   torch.empty(e + 1, dtype=torch.int32, device=dev),
-                   torch.empty(capacity, dtype=torch.int32, device=dev),
-                   torch.empty((capacity + self.BLOCK_M - 1) // self.BLOCK_M, dtype=torch.int32, device=dev),
+        scratch = FusedMoe.routing_scratch(entries, e, dev) + [
                    torch.empty((max(1, t), h), dtype=torch.uint8, device=dev),
                    torch.empty((max(1, t), h // self.GROUP), dtype=torch.float32, device=dev),
                    torch.empty((rows_k, i), dtype=torch.uint8, device=dev),

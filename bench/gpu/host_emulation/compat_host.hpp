@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -254,3 +255,18 @@ struct alignas(N) Bytes {
 };
 }  // namespace kwiki
 using std::isnan;
+
+namespace kwiki_emu {
+/// Ids of T tokens: k distinct experts each, drawn at random.
+inline std::vector<int> random_ids(int T_, int E, int K, unsigned seed) {
+  std::mt19937 g(seed);
+  std::vector<int> ids;
+  for (int t = 0; t < T_; ++t) {
+    std::vector<int> all(E);
+    for (int e = 0; e < E; ++e) all[e] = e;
+    std::shuffle(all.begin(), all.end(), g);
+    ids.insert(ids.end(), all.begin(), all.begin() + K);
+  }
+  return ids;
+}
+}  // namespace kwiki_emu

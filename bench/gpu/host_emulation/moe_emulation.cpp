@@ -93,29 +93,16 @@ static void moe_case(const std::string& name, int T_, int H, int I, int E, int K
   check(std::memcmp(out.data(), want.data(), want.size() * sizeof(T)) == 0, name + ": out bits");
 }
 
-/// Ids of T tokens: k distinct experts each, drawn at random.
-static std::vector<int> random_ids(int T_, int E, int K, unsigned seed) {
-  std::mt19937 g(seed);
-  std::vector<int> ids;
-  for (int t = 0; t < T_; ++t) {
-    std::vector<int> all(E);
-    for (int e = 0; e < E; ++e) all[e] = e;
-    std::shuffle(all.begin(), all.end(), g);
-    ids.insert(ids.end(), all.begin(), all.begin() + K);
-  }
-  return ids;
-}
-
 int main() {
-  moe_case<kwiki_bf16>("decode t1 e8 k2", 1, 64, 96, 8, 2, random_ids(1, 8, 2, 1));
-  moe_case<kwiki_bf16>("t150 e16 k4 (3 chunks) h72 i40", 150, 72, 40, 16, 4, random_ids(150, 16, 4, 2));
-  moe_case<float>("fp32 t37 e6 k2 h130 i70 (element loads)", 37, 130, 70, 6, 2, random_ids(37, 6, 2, 3));
-  moe_case<float>("fp32 t20 e4 k2 h36 i28 (16-byte loads)", 20, 36, 28, 4, 2, random_ids(20, 4, 2, 6));
-  moe_case<kwiki_bf16>("bf16 t21 e5 k3 h50 i30 (element loads)", 21, 50, 30, 5, 3, random_ids(21, 5, 3, 5));
+  moe_case<kwiki_bf16>("decode t1 e8 k2", 1, 64, 96, 8, 2, kwiki_emu::random_ids(1, 8, 2, 1));
+  moe_case<kwiki_bf16>("t150 e16 k4 (3 chunks) h72 i40", 150, 72, 40, 16, 4, kwiki_emu::random_ids(150, 16, 4, 2));
+  moe_case<float>("fp32 t37 e6 k2 h130 i70 (element loads)", 37, 130, 70, 6, 2, kwiki_emu::random_ids(37, 6, 2, 3));
+  moe_case<float>("fp32 t20 e4 k2 h36 i28 (16-byte loads)", 20, 36, 28, 4, 2, kwiki_emu::random_ids(20, 4, 2, 6));
+  moe_case<kwiki_bf16>("bf16 t21 e5 k3 h50 i30 (element loads)", 21, 50, 30, 5, 3, kwiki_emu::random_ids(21, 5, 3, 5));
   std::vector<int> one(40 * 2);
   for (int j = 0; j < 80; ++j) one[j] = j % 2 ? 3 : 5;  // every token on experts 5 and 3; the rest idle
   moe_case<kwiki_bf16>("two experts hold every token", 40, 48, 32, 8, 2, one);
-  auto masked = random_ids(30, 8, 3, 4);
+  auto masked = kwiki_emu::random_ids(30, 8, 3, 4);
   masked[0] = -1, masked[7] = 8, masked[20] = 1000, masked[29] = -7;  // remote or masked experts add nothing
   for (int k = 0; k < 3; ++k) masked[3 * 10 + k] = -1;                // token 10: no valid slot, zeros
   moe_case<kwiki_bf16>("ids outside [0, E)", 30, 40, 24, 8, 3, masked);

@@ -104,26 +104,13 @@ static void fp8_case(const std::string& name, int T_, int H, int I, int E, int K
               want.size());
 }
 
-/// Ids of T tokens: k distinct experts each, drawn at random.
-static std::vector<int> random_ids(int T_, int E, int K, unsigned seed) {
-  std::mt19937 g(seed);
-  std::vector<int> ids;
-  for (int t = 0; t < T_; ++t) {
-    std::vector<int> all(E);
-    for (int e = 0; e < E; ++e) all[e] = e;
-    std::shuffle(all.begin(), all.end(), g);
-    ids.insert(ids.end(), all.begin(), all.begin() + K);
-  }
-  return ids;
-}
-
 int main() {
-  fp8_case("decode t1 e8 k2 h512 i256", 1, 512, 256, 8, 2, random_ids(1, 8, 2, 1), false);
-  fp8_case("t37 e4 k3 h384 i256 (many row blocks)", 37, 384, 256, 4, 3, random_ids(37, 4, 3, 2), false);
-  fp8_case("e4m3fnuz t19 e6 k2 h256 i384", 19, 256, 384, 6, 2, random_ids(19, 6, 2, 3), true);
+  fp8_case("decode t1 e8 k2 h512 i256", 1, 512, 256, 8, 2, kwiki_emu::random_ids(1, 8, 2, 1), false);
+  fp8_case("t37 e4 k3 h384 i256 (many row blocks)", 37, 384, 256, 4, 3, kwiki_emu::random_ids(37, 4, 3, 2), false);
+  fp8_case("e4m3fnuz t19 e6 k2 h256 i384", 19, 256, 384, 6, 2, kwiki_emu::random_ids(19, 6, 2, 3), true);
   std::vector<int> one(20, 2);  // every token on expert 2; the rest idle
   fp8_case("every token on one expert", 20, 256, 128, 4, 1, one, false);
-  auto masked = random_ids(12, 5, 2, 4);
+  auto masked = kwiki_emu::random_ids(12, 5, 2, 4);
   masked[0] = -1, masked[5] = 5, masked[9] = 1000;   // remote or masked experts add nothing
   masked[2 * 6] = -3, masked[2 * 6 + 1] = 7;         // token 6: no valid slot, zeros
   fp8_case("ids outside [0, E)", 12, 256, 128, 5, 2, masked, false);
