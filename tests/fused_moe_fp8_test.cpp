@@ -85,6 +85,24 @@ TEST(FusedMoeFp8, QuantizesTheHiddenRowAndTheIntermediatePerGroupAsTheReference)
   EXPECT_TRUE(quantization_shows) << "the case must tell the quantized intermediate from the unquantized one";
 }
 
+// The group scale by the rule of the device the reference runs on: torch divides by the Python number fp8_max on
+// the CPU, and on a GPU multiplies by its fp32 reciprocal. A group with amax 2.84375 has scale 13/2048 exactly by
+// division, so 0.2412109375 / scale = 38, a tie between the codes 36 and 40 that goes to 40; the reciprocal's
+// scale is one ulp larger, the quotient 37.999996, the code 36. The kernel follows the GPU (kReciprocal).
+TEST(FusedMoeFp8, GroupScaleFollowsTheDeviceTheReferenceRunsOn) {
+  std::vector<float> x(kG, 0.0f);
+  x[0] = 2.84375f;
+  x[1] = 0.2412109375f;
+  const auto cpu = ref::fp8_quant(x, 1, kG, false, 1e-10f, ref::ScalarDivision::kQuotient);
+  const auto gpu = ref::fp8_quant(x, 1, kG, false, 1e-10f, ref::ScalarDivision::kReciprocal);
+  EXPECT_EQ(cpu.scales[0], 13.0f / 2048.0f);
+  EXPECT_EQ(gpu.scales[0], 2.84375f * (1.0f / 448.0f));
+  EXPECT_NE(cpu.scales[0], gpu.scales[0]);
+  EXPECT_EQ(cpu.q[1], 40.0f);
+  EXPECT_EQ(gpu.q[1], 36.0f);
+  EXPECT_EQ(ref::fp8_quant(x, 1, kG, false, 1e-10f).scales[0], cpu.scales[0]);  // the default is the CPU's
+}
+
 // Two 128-K blocks with their own activation and weight scales: the promotion multiplies each block by its own pair.
 TEST(FusedMoeFp8, ScalesEachKBlockOfEachGemmByItsOwnScales) {
   const std::size_t h = 2 * kG, i = kG;

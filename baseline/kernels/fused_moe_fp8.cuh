@@ -2,7 +2,7 @@
 // (DeepSeek-V3 / Qwen3-FP8 as vLLM and SGLang serve them: w8a8 with 1 x 128 activation groups and
 // 128 x 128 weight blocks), deterministic routing, no float atomics.
 //
-//   for each token t, group g of 128 along H:  a_s[t, g] = max(amax(|x[t, g]|), 1e-10) / fp8_max,
+//   for each token t, group g of 128 along H:  a_s[t, g] = max(amax(|x[t, g]|), 1e-10) * fp32(1 / fp8_max),
 //                                              a_q[t, g] = fp8(clamp(x[t, g] / a_s[t, g]))
 //   for each (t, slot s) with e = topk_ids[t, s] in [0, E):
 //     gate/up[n] = T(sum_kb (a_s[t, kb] * w13_s[e, n / 128, kb]) * (a_q[t, kb] . w13[e, n, kb]))  (fp32, rows n and I + n)
@@ -73,8 +73,11 @@ KWIKI_DEVICE unsigned char encode(float x) {
   return kwiki_fp8_quant::float_to_e4m3<kFnuz>(x);
 }
 
-/// The reference's group scale: max(amax, 1e-10) / fp8_max in fp32 (NaN stays NaN, as torch's clamp).
-KWIKI_DEVICE float group_scale(float amax, float fp8_max) { return (isnan(amax) ? amax : fmaxf(amax, 1e-10f)) / fp8_max; }
+/// The reference's group scale, max(amax, 1e-10) / fp8_max, as torch computes it on a GPU: fp8_max
+/// is a Python number, and torch's CUDA division (HIP's is the same source) multiplies by the
+/// divisor's fp32 reciprocal; on the CPU torch divides (the twin's kQuotient). One last-ulp apart
+/// in about half the groups, which moves fp8 codes at rounding ties (NaN stays NaN, as torch's clamp).
+KWIKI_DEVICE float group_scale(float amax, float fp8_max) { return (isnan(amax) ? amax : fmaxf(amax, 1e-10f)) * (1.0f / fp8_max); }
 
 /// fp8(clamp(x / scale, -fp8_max, fp8_max)) with the true fp32 division, as the reference divides.
 template <bool kFnuz>

@@ -105,8 +105,29 @@ def fp8_block_gemm(tensors, dims, params):
     return Path("torch._scaled_mm (fp8, per-tensor scales)", call, 2 * m16 * N * K, 2 * M * N * K)
 
 
-# Family -> its library path; fused_moe's is its grouped GEMMs' FLOPs as dense cuBLAS ones.
-LIBRARY = {"prefill_attention": prefill_attention, "gemm": gemm, "fused_moe": fused_moe, "fp8_block_gemm": fp8_block_gemm}
+def fused_moe_fp8(tensors, dims, params):
+    """The fp8 grouped GEMMs' FLOPs as two dense fp8 GEMMs through torch._scaled_mm (cuBLASLt, per-tensor
+    scales): the T*k routed rows [T*k, H] x [H, 2I], then [T*k, I] x [I, H], on one expert's weights (no
+    routing, no quantization, no gather). Rows padded to a multiple of 16 (cuBLASLt's fp8 constraint),
+    the padding counted in the library's FLOPs; the fp8 rows are made before timing."""
+    x, w13, w2 = tensors[:3]
+    T, H, I, E, K = (int(d) for d in dims[:5])
+    fp8 = w13.dtype
+    m16 = (T * K + 15) // 16 * 16
+    rows = x.reshape(T, H).repeat_interleave(K, dim=0).float().clamp(-448, 448).to(fp8)
+    rows = torch.cat([rows, rows.new_zeros(m16 - T * K, H)]) if m16 != T * K else rows
+    mid = torch.randn(m16, I, device=x.device).to(fp8)
+    one = torch.ones((), dtype=torch.float32, device=x.device)
+
+    def call():
+        return (torch._scaled_mm(rows, w13[0].t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
+                torch._scaled_mm(mid, w2[0].t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+    return Path("torch._scaled_mm (fp8 dense, T*k rows)", call, 6 * m16 * H * I, 6 * T * K * H * I)
+
+
+# Family -> its library path; the fused MoEs' are their grouped GEMMs' FLOPs as dense cuBLAS ones.
+LIBRARY = {"prefill_attention": prefill_attention, "gemm": gemm, "fused_moe": fused_moe, "fp8_block_gemm": fp8_block_gemm,
+           "fused_moe_fp8": fused_moe_fp8}
 
 
 def library_path(family, tensors, dims, params):

@@ -127,6 +127,38 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (argc > 1 && std::string(argv[1]) == "--grid-rows") {
+    // The resident grid (the launchers' own) against one row a block (grid = rows: no row prefetched, as many
+    // blocks a multiprocessor as fit), at each block size, the L2 flushed by reading: which schedule keeps more
+    // bytes in flight at the largest sample shapes (torch.compile's one-row programs reach the copy rate there).
+    timer->set_read_flush(true);
+    std::printf("-- resident grid vs grid = rows (one row a block)\n");
+    auto both = [&](const char* name, int vpt, auto kernel, long long T, int H, double bytes, auto... args) {
+      const int block = ((H / 8 + vpt - 1) / vpt + 31) / 32 * 32;
+      if (block > kwiki::row_block_bound(8, vpt)) return;
+      const double res = time_us([&] { kernel<<<grid_for(kernel, block, T), block>>>(args...); });
+      const double all = time_us([&] { kernel<<<dim3(static_cast<unsigned>(T)), block>>>(args...); });
+      int per_sm = 0;
+      KWIKI_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
+      std::printf("%-12s T %5lld H %5d block %4d vpt %d blocks/SM %2d  resident %8.2f us %6.3f TB/s   grid=rows %8.2f us %6.3f TB/s\n", name, T, H,
+                  block, vpt, per_sm, res, bytes / res / 1e6, all, bytes / all / 1e6);
+    };
+    for (int rep = 0; rep < 2; ++rep) {
+      both("rms_norm", 1, kwiki_rms_norm::rms_norm_kernel<bf16, 8, 1, false>, 16384, 8192, 2.0 * 16384 * 8192 * 2, x, w, o, 16384LL, 8192, 1e-6f);
+      both("rms_norm", 2, kwiki_rms_norm::rms_norm_kernel<bf16, 8, 2, false>, 16384, 8192, 2.0 * 16384 * 8192 * 2, x, w, o, 16384LL, 8192, 1e-6f);
+      both("rms_norm", 4, kwiki_rms_norm::rms_norm_kernel<bf16, 8, 4, false>, 16384, 8192, 2.0 * 16384 * 8192 * 2, x, w, o, 16384LL, 8192, 1e-6f);
+      both("rms_norm", 1, kwiki_rms_norm::rms_norm_kernel<bf16, 8, 1, false>, 4096, 7168, 2.0 * 4096 * 7168 * 2, x, w, o, 4096LL, 7168, 1e-6f);
+      both("rms_norm", 2, kwiki_rms_norm::rms_norm_kernel<bf16, 8, 2, false>, 4096, 7168, 2.0 * 4096 * 7168 * 2, x, w, o, 4096LL, 7168, 1e-6f);
+      both("layer_norm", 1, kwiki_layer_norm::layer_norm_kernel<bf16, 8, 1, false>, 4096, 8192, 2.0 * 4096 * 8192 * 2, x, w, b, o, 4096LL, 8192, 1e-5f);
+      both("layer_norm", 2, kwiki_layer_norm::layer_norm_kernel<bf16, 8, 2, false>, 4096, 8192, 2.0 * 4096 * 8192 * 2, x, w, b, o, 4096LL, 8192, 1e-5f);
+      both("layer_norm", 4, kwiki_layer_norm::layer_norm_kernel<bf16, 8, 4, false>, 4096, 8192, 2.0 * 4096 * 8192 * 2, x, w, b, o, 4096LL, 8192, 1e-5f);
+      both("layer_norm", 1, kwiki_layer_norm::layer_norm_kernel<bf16, 8, 1, false>, 16384, 2560, 2.0 * 16384 * 2560 * 2, x, w, b, o, 16384LL, 2560, 1e-5f);
+      both("layer_norm", 2, kwiki_layer_norm::layer_norm_kernel<bf16, 8, 2, false>, 16384, 2560, 2.0 * 16384 * 2560 * 2, x, w, b, o, 16384LL, 2560, 1e-5f);
+      both("softmax", 2, kwiki_softmax::softmax_kernel<bf16, 8, 2, false>, 8192, 8192, 2.0 * 8192 * 8192 * 2, x, o, 8192LL, 8192);
+      both("softmax", 4, kwiki_softmax::softmax_kernel<bf16, 8, 4, false>, 8192, 8192, 2.0 * 8192 * 8192 * 2, x, o, 8192LL, 8192);
+    }
+    return 0;
+  }
   const int modes = argc > 1 && std::string(argv[1]) == "--zero-flush-only" ? 1 : 2;
   for (int mode = 0; mode < modes; ++mode) {
   timer->set_read_flush(mode == 1);

@@ -227,7 +227,7 @@ std::vector<double> gelu_and_mul(const std::vector<float>& x, std::size_t rows, 
   return gated(x, rows, inter, gelu_tanh);
 }
 
-Fp8QuantResult fp8_quant(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool fnuz, float eps) {
+Fp8QuantResult fp8_quant(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool fnuz, float eps, ScalarDivision division) {
   expect_size("fp8_quant x", x.size(), rows * cols);
   const double max_v = fp8_max_value(fnuz);
   Fp8QuantResult r;
@@ -244,7 +244,9 @@ Fp8QuantResult fp8_quant(const std::vector<float>& x, std::size_t rows, std::siz
       amax = std::isnan(a) || std::isnan(amax) ? std::numeric_limits<double>::quiet_NaN() : std::max(amax, a);
     }
     // amax is a float and eps is taken as the fp32 constant the kernel uses.
-    const float scale = static_cast<float>((std::isnan(amax) ? amax : std::max(amax, static_cast<double>(eps))) / max_v);
+    const double kept = std::isnan(amax) ? amax : std::max(amax, static_cast<double>(eps));  // a float's value
+    const float scale = division == ScalarDivision::kReciprocal ? static_cast<float>(kept) * (1.0f / static_cast<float>(max_v))
+                                                                : static_cast<float>(kept / max_v);
     r.scales[t] = scale;
     for (std::size_t j = 0; j < cols; ++j) {
       // The quotient of two floats rounded from double to float is the fp32 division exactly
@@ -614,7 +616,8 @@ std::vector<double> fp8_block_gemm(const std::vector<float>& a, const std::vecto
 
 std::vector<double> fused_moe_fp8(const std::vector<float>& hidden, const std::vector<float>& w13, const std::vector<float>& w2,
                                   const std::vector<float>& w13_scale, const std::vector<float>& w2_scale, const std::vector<float>& topk_weights,
-                                  const std::vector<std::int32_t>& topk_ids, const FusedMoeShape& s, StoreType intermediate, bool fnuz) {
+                                  const std::vector<std::int32_t>& topk_ids, const FusedMoeShape& s, StoreType intermediate, bool fnuz,
+                                  ScalarDivision division) {
   constexpr std::size_t kGroup = 128;  // the quantization group and the scale block of both GEMMs
   constexpr float kEps = 1e-10f;       // per_token_group_quant_fp8's eps
   const std::size_t t_n = s.tokens, h_n = s.hidden, i_n = s.intermediate, e_n = s.experts, k_n = s.topk;
@@ -632,7 +635,7 @@ std::vector<double> fused_moe_fp8(const std::vector<float>& hidden, const std::v
     return std::vector<float>(v.begin() + static_cast<std::ptrdiff_t>(at), v.begin() + static_cast<std::ptrdiff_t>(at + n));
   };
   // Each token's row quantized per group of 128 (the reference quantizes the k copies of it alike).
-  const Fp8QuantResult a = fp8_quant(hidden, t_n * hb, kGroup, fnuz, kEps);
+  const Fp8QuantResult a = fp8_quant(hidden, t_n * hb, kGroup, fnuz, kEps, division);
   std::vector<double> slot_out(t_n * k_n * h_n, 0.0);
   for (std::size_t e = 0; e < e_n; ++e) {
     // The expert's (token, slot) entries in the reference's mask order, and their quantized rows.
@@ -659,7 +662,7 @@ std::vector<double> fused_moe_fp8(const std::vector<float>& hidden, const std::v
         const double g = round(gate_up[r * 2 * i_n + n]), u = round(gate_up[r * 2 * i_n + i_n + n]);
         act[r * i_n + n] = round(static_cast<double>(round(silu(g))) * u);
       }
-    const Fp8QuantResult aq2 = fp8_quant(act, m * ib, kGroup, fnuz, kEps);
+    const Fp8QuantResult aq2 = fp8_quant(act, m * ib, kGroup, fnuz, kEps, division);
     Fp8BlockGemmShape down_shape;
     down_shape.m = m;
     down_shape.n = h_n;

@@ -95,11 +95,18 @@ struct Fp8QuantResult {
   std::vector<double> dequant; ///< q * scale, [rows, cols]
 };
 
-/// Per-row dynamic fp8 quantization: scale = fp32(max(amax, eps) / fp8_max), as the kernel
-/// stores it; q = fp8_round(clamp(x / scale, -fp8_max, fp8_max)) with x / scale rounded to fp32
+/// How torch divides a tensor by a Python number (a CPU scalar) where the reference runs: on the CPU
+/// the true quotient; on a GPU (CUDA, and ROCm's build of the same kernel) the product with the
+/// divisor's fp32 reciprocal (aten/src/ATen/native/cuda/BinaryDivTrueKernel.cu). They differ in the
+/// last bit for some dividends, which moves fp8 codes at rounding ties.
+enum class ScalarDivision { kQuotient, kReciprocal };
+
+/// Per-row dynamic fp8 quantization: scale = fp32(max(amax, eps) / fp8_max) (kReciprocal: the fp32
+/// max(amax, eps) times fp32(1 / fp8_max)), as the kernel stores it; q = fp8_round(clamp(x / scale, -fp8_max, fp8_max)) with x / scale rounded to fp32
 /// as the kernel divides, so q is the kernel's q exactly. fp8_max is fp8_max_value(fnuz). Groups
 /// of a row (per_token_group_quant_fp8) are rows of [rows * cols / group, group].
-Fp8QuantResult fp8_quant(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool fnuz, float eps = 1e-12f);
+Fp8QuantResult fp8_quant(const std::vector<float>& x, std::size_t rows, std::size_t cols, bool fnuz, float eps = 1e-12f,
+                         ScalarDivision division = ScalarDivision::kQuotient);
 
 // ---------------------------------------------------------------------------------------------
 // MoE gating, GEMM, paged decode attention
@@ -238,10 +245,12 @@ std::vector<double> fused_moe(const std::vector<float>& hidden, const std::vecto
 /// `intermediate`; out[t] = sum over slots in order of topk_weights[t, s] * that (double). w13 and w2
 /// are the fp8 values (decoded); fnuz picks the format of the quantizations (max 240, else 448). H and
 /// I must be multiples of 128 (the reference's group quantization asserts it). A slot whose id is
-/// outside [0, E) adds nothing. Throws std::invalid_argument for sizes that disagree.
+/// outside [0, E) adds nothing. `division`: the group scales' rule (kQuotient: the reference on the
+/// CPU; kReciprocal: on a GPU, as the kernel). Throws std::invalid_argument for sizes that disagree.
 std::vector<double> fused_moe_fp8(const std::vector<float>& hidden, const std::vector<float>& w13, const std::vector<float>& w2,
                                   const std::vector<float>& w13_scale, const std::vector<float>& w2_scale, const std::vector<float>& topk_weights,
-                                  const std::vector<std::int32_t>& topk_ids, const FusedMoeShape& shape, StoreType intermediate, bool fnuz);
+                                  const std::vector<std::int32_t>& topk_ids, const FusedMoeShape& shape, StoreType intermediate, bool fnuz,
+                                  ScalarDivision division = ScalarDivision::kQuotient);
 /// Sizes of the block-scaled fp8 GEMM (DeepSeek-V3 / vLLM w8a8_block_fp8_matmul).
 struct Fp8BlockGemmShape {
   std::size_t m = 0, n = 0, k = 0;

@@ -73,8 +73,10 @@ static void fp8_case(const std::string& name, int T_, int H, int I, int E, int K
                                                          kBlockM, fnuz ? 1.0 : 0.0, nullptr);
   check(rc == 0, name + ": launch returned " + std::to_string(rc));
   if (rc != 0) return;
-  // The quantized hidden rows: the twin's fp8_quant of each 128-group (eps 1e-10), bit for bit.
-  const auto q = ref::fp8_quant(hidden_f, static_cast<std::size_t>(T_) * hb, 128, fnuz, 1e-10f);
+  // The quantized hidden rows: the twin's fp8_quant of each 128-group (eps 1e-10) with the GPU's scale rule
+  // (torch on a GPU divides by the Python number fp8_max as a product with its fp32 reciprocal), bit for bit.
+  const auto gpu = ref::ScalarDivision::kReciprocal;
+  const auto q = ref::fp8_quant(hidden_f, static_cast<std::size_t>(T_) * hb, 128, fnuz, 1e-10f, gpu);
   int bad_q = 0;
   for (std::size_t i = 0; i < hidden_f.size(); ++i) bad_q += ref::fp8_encode(q.q[i], fnuz) != aq[i];
   for (std::size_t i = 0; i < a_s.size(); ++i) bad_q += q.scales[i] != a_s[i];
@@ -88,7 +90,7 @@ static void fp8_case(const std::string& name, int T_, int H, int I, int E, int K
   ref::FusedMoeShape s;
   s.tokens = T_, s.hidden = H, s.intermediate = I, s.experts = E, s.topk = K;
   const auto want = ref::fused_moe_fp8(hidden_f, decode(w13, static_cast<std::size_t>(E) * 2 * I * H),
-                                       decode(w2, static_cast<std::size_t>(E) * H * I), w13_s, w2_s, weights, ids, s, ref::StoreType::kBFloat16, fnuz);
+                                       decode(w2, static_cast<std::size_t>(E) * H * I), w13_s, w2_s, weights, ids, s, ref::StoreType::kBFloat16, fnuz, gpu);
   int beyond = 0, exact = 0;
   double worst = 0, largest = 0;
   for (std::size_t i = 0; i < want.size(); ++i) {
