@@ -562,6 +562,35 @@ inline dim3 resident_row_grid(Kernel kernel, const RowLaunch& L) {
   return dim3(static_cast<unsigned>(L.grid < cap ? L.grid : cap));
 }
 
+/// Many long rows: one row a block of `block` threads (grid = rows, as many blocks a multiprocessor as fit)
+/// instead of the resident grid, for at least `min_rows` rows of at least `min_nacc` 16-byte accesses,
+/// when at least `min_blocks_per_sm` such blocks fit on a multiprocessor. Measured on the H200
+/// (bench/results/row_launch_grid_rows_h200-session17.txt): rms_norm 16384 x 8192 bf16 137 -> 131 us,
+/// softmax 8192 x 8192 79 -> 74 us; layer_norm (two such blocks a multiprocessor) and 4096-row shapes lose,
+/// and stay on the resident grid. CUDA only: not measured on a CDNA GPU.
+struct ManyRowsRule {
+  long long min_rows;
+  long long min_nacc;
+  int block;
+  int min_blocks_per_sm;
+};
+inline constexpr ManyRowsRule kManyRows{8192, 1024, 256, 4};
+
+/// The many-rows plan for rows of nacc W-element accesses (vpt 0: the rule does not apply): the
+/// smallest power-of-two vpt at which kManyRows.block threads cover the row.
+template <int W>
+inline RowLaunch plan_many_rows(long long nacc, long long rows) {
+  RowLaunch M;
+  if (!KWIKI_PLATFORM_CUDA || W == 1 || rows < kManyRows.min_rows || nacc < kManyRows.min_nacc) return M;
+  int vpt = 1;
+  while (vpt < max_vpt<W>() && static_cast<long long>(vpt) * kManyRows.block < nacc) vpt *= 2;
+  if (static_cast<long long>(vpt) * kManyRows.block < nacc) return M;
+  M.vpt = vpt;
+  M.block = static_cast<int>(ceil_div(ceil_div(nacc, vpt), KWIKI_WARP_SIZE) * KWIKI_WARP_SIZE);
+  M.grid = rows < kMaxGrid ? rows : kMaxGrid;
+  return M;
+}
+
 /// Launches a row template: the plan for rows of nacc W-element accesses, then either the
 /// looping kernel loop_kernel() on one block per row, or row_kernel(int_c<VPT>, bool_constant<
 /// kWarpRow>) on the resident grid; args... go to the kernel. Returns the launch error (0).
@@ -571,6 +600,19 @@ inline dim3 resident_row_grid(Kernel kernel, const RowLaunch& L) {
 template <int W, int kMinVpt = 1, bool kResidentGrid = true, typename LoopKernel, typename RowKernel, typename... Args>
 inline int launch_rows(long long nacc, long long rows, kwiki_stream_t stream, LoopKernel loop_kernel, RowKernel row_kernel,
                        Args... args) {
+  if (const RowLaunch M = plan_many_rows<W>(nacc, rows); M.vpt > 0) {  // kManyRows, where enough blocks fit
+    bool launched = false;
+    dispatch_row<W>(M, [&](auto vpt_c, auto warp_c) {
+      if constexpr (decltype(vpt_c)::value > 0) {
+        const auto kernel = row_kernel(vpt_c, warp_c);
+        if (resident_blocks(kernel, M.block) >= static_cast<long long>(kManyRows.min_blocks_per_sm) * multiprocessor_count()) {
+          kernel<<<dim3(static_cast<unsigned>(M.grid)), dim3(static_cast<unsigned>(M.block)), 0, stream>>>(args...);
+          launched = true;
+        }
+      }
+    });
+    if (launched) return kwiki_last_error();
+  }
   const RowLaunch L = plan_row_launch<W, kMinVpt>(nacc, rows);
   const dim3 block(static_cast<unsigned>(L.block));
   dispatch_row<W>(L, [&](auto vpt_c, auto warp_c) {
