@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -203,6 +204,36 @@ INSTANTIATE_TEST_SUITE_P(DataTasks, Generated, ::testing::ValuesIn(generated_tas
 });
 
 TEST(Generated, LowersAtLeastThirtyTasks) { EXPECT_GE(generated_task_names().size(), 30u); }
+
+// scores / self.temperature (a Python float) lowers to div_scalar: the CUDA kernel multiplies by the number's
+// correctly rounded fp32 reciprocal, as torch's GPU division by a CPU scalar does; softmax's exp / sum, a
+// division by a tensor, stays a true division. The CPU twin divides both (torch on the CPU does).
+TEST(Generated, ADivisionByAPythonNumberIsTorchsGpuReciprocal) {
+  if (torch_version().first == 0) GTEST_SKIP() << KWIKI_TEST_PYTHON << " has no torch: no proof can run (scripts/dev.sh installs python3-torch)";
+  TempDir dir;
+  const std::string ws = dir / "ws";
+  const RunResult r = run_kwiki({"plan", "--task", tasks_dir() + "/softmax_with_temperature", "--gpu", "H200", "--workspace", ws, "--index",
+                                 TaskEnv::index(), "--pattern", "generated", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json ir = json::parse(test::read_text(ws + "/plans/kernel_ir.json"));
+  int scalar = 0, tensor = 0;
+  const std::function<void(const json&)> count = [&](const json& j) {
+    if (j.is_object()) {
+      if (j.contains("pw") && j["pw"] == "div_scalar") ++scalar;
+      if (j.contains("pw") && j["pw"] == "div") ++tensor;
+      for (const auto& [k, v] : j.items()) count(v);
+    } else if (j.is_array()) {
+      for (const auto& v : j) count(v);
+    }
+  };
+  count(ir);
+  EXPECT_EQ(scalar, 1) << ir.dump().substr(0, 3000);
+  EXPECT_GE(tensor, 1) << ir.dump().substr(0, 3000);
+  if (!have("nvcc") && !fs::exists("/usr/local/cuda/bin/nvcc")) GTEST_SKIP() << "no nvcc here: the CUDA source is written by kwiki baseline's build";
+  run_kwiki({"baseline", "--workspace", ws, "--no-commit", "--json"});
+  const std::string cu = test::read_text(ws + "/kernel.cu");
+  EXPECT_NE(cu.find(" * kw_recip("), std::string::npos) << "no multiplication by the reciprocal in the CUDA source";
+}
 
 // A task kwiki writes no V0 for: the user's CUDA kernel against the launcher kwiki wrote, and the
 // user's Python Model through the same harness. The RoPE variant is one the generator lowers, so the

@@ -75,6 +75,10 @@ const PointwiseOp kPointwiseOps[] = {
     {"sub", "sub", 2, ResultType::kSame, "($0 - $1)", "($0 - $1)", "($0 - $1)", "($0 - $1)"},
     {"mul", "mul", 2, ResultType::kSame, "($0 * $1)", "($0 * $1)", "($0 * $1)", "($0 * $1)"},
     {"div", "div true_divide", 2, ResultType::kFloat, "kw_div($0, $1)", "kw_div($0, $1)", "kw_div($0, $1)", "kw_div($0, $1)", true},
+    // A tensor divided by a Python number: torch on a GPU multiplies by the number's fp32 reciprocal
+    // (aten/src/ATen/native/cuda/BinaryDivTrueKernel.cu, HIP built from the same source); on the CPU
+    // it divides, which the twin does. The lowering picks it for div with a scalar divisor.
+    {"div_scalar", "", 2, ResultType::kFloat, "kw_div($0, $1)", "($0 * kw_recip($1))", "($0 * kw_recip($1))", "($0 * kw_div(1.0, $1))"},
     {"pow", "pow", 2, ResultType::kFloat, "std::pow($0, $1)", "powf($0, $1)", "powf($0, $1)", "kw_pow($0, $1)", true},
     {"maximum", "maximum max.other", 2, ResultType::kSame, "kw_max($0, $1)", "kw_max($0, $1)", "kw_max($0, $1)", "kw_max($0, $1)"},
     {"minimum", "minimum min.other", 2, ResultType::kSame, "kw_min($0, $1)", "kw_min($0, $1)", "kw_min($0, $1)", "kw_min($0, $1)"},

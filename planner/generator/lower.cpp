@@ -334,6 +334,8 @@ class Graph {
       std::string opname = pw->name;
       if (name == "gelu" && kw("approximate", 1).value("s", json("none")) == "tanh") opname = "gelu_tanh";
       if (name == "div" && !is_none(kw("rounding_mode", 2))) decline(full, "division with a rounding mode");
+      // By a Python number in single precision: torch's GPU kernel multiplies by its fp32 reciprocal (div_scalar).
+      if (name == "div" && arg(1).is_object() && arg(1).contains("s") && out_dtype() != DType::kF64) opname = "div_scalar";
       if ((name == "add" || name == "sub") && !is_none(kw("alpha", 2)) && scalar(kw("alpha", 2)) != 1.0)
         xs[1] = pw_auto("mul", {xs[1], constant(scalar(kw("alpha", 2)), DType::kF32)}, out_dtype());
       if (name == "pow" && arg(1).contains("s")) {
