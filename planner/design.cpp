@@ -324,6 +324,10 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
                         "round-to-nearest-even), and the SiLU x up intermediate the same way in the gate/up epilogue, one group per block "
                         "(the block owns 128 columns of I): the reference's per_token_group_quant_fp8 before each GEMM",
         quant_rec);
+    add("scale rule", "each group's scale is max(amax, 1e-10) times the fp32 reciprocal of fp8_max, not the quotient: fp8_max is a Python "
+                      "number, and torch's GPU division by one multiplies by its reciprocal (the twin divides, as torch on the CPU); the "
+                      "quotient moved fp8 codes at ties and failed the check on the H200",
+        wiki.ask("scale rule", "torch cuda division by a python number reciprocal multiply fp8 scale last bit"));
     add("grouped GEMMs", "gate/up: a block per (16 sorted rows of one expert, 128 columns of I) over the gate rows and the up rows of those "
                          "columns (each inside one 128 x 128 weight block); down: a block per (16 rows, 128 columns of H); fp8 rows read "
                          "as 16-byte chunks, decoded to fp32 into " + t.onchip_name + " 32 K at a time; " +
