@@ -110,12 +110,17 @@ def bench_task(work, task_dir, warm_only, no_compile, flush, base):
     if not warm_only and passed(os.path.join(work, name + ".cute.check.json")):
         candidates["cute"] = load("kernel_cute_" + name, cute)
     shapes = json.load(open(os.path.join(task_dir, "shapes.json")))
+    # Every shape's inputs before any capture: a capture that fails (and falls back to calls) can leave torch's
+    # default CUDA generator in capture mode, and a factory drawing from it afterwards raises "Offset increment
+    # outside graph capture" (vllm_w8a8_block_fp8_matmul, session 17).
+    made = {}
+    for sid, spec in shapes.items():
+        torch.manual_seed(0)
+        made[sid] = {k: (v.cuda() if torch.is_tensor(v) else v) for k, v in factory._make_inputs(**dict((spec or {}).get("input_kwargs") or {})).items()}
     for sid, spec in shapes.items():
         spec = spec or {}
-        init, kw = spec.get("init_kwargs") or {}, dict(spec.get("input_kwargs") or {})
-        torch.manual_seed(0)
-        inputs = factory._make_inputs(**kw)
-        inputs = {k: (v.cuda() if torch.is_tensor(v) else v) for k, v in inputs.items()}
+        init = spec.get("init_kwargs") or {}
+        inputs = made.pop(sid)
         ref = reference.Model(**init).cuda()
         clone = lambda: {k: (v.clone() if torch.is_tensor(v) else v) for k, v in inputs.items()}
         with torch.no_grad():
