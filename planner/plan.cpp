@@ -238,6 +238,18 @@ PlanResult make_plan(const PlanRequest& request, QueryEngine& engine) {
                (proof.chosen ? ", so the generator's kernel is planned" : " and the generator does not lower this reference");
     if (!proof.chosen) proof.near_miss = dsl_note;
   }
+  // A DSL that cannot cast to fp8 has no V0 for a generated kernel holding fp8 values.
+  if (proof.chosen && fw && *fw->no_fp8 && std::string_view(proof.chosen->name) == "generated" && generation) {
+    bool fp8 = false;
+    for (const auto& b : generation->kernel.buffers) fp8 = fp8 || b.dtype == gen::DType::kE4M3FN || b.dtype == gen::DType::kE4M3FNUZ;
+    for (const auto& n : generation->kernel.nodes) fp8 = fp8 || n.dtype == gen::DType::kE4M3FN || n.dtype == gen::DType::kE4M3FNUZ;
+    if (fp8) {
+      proof.chosen = nullptr;
+      dsl_note = std::string("the generator's kernel has fp8 values, and ") + fw->no_fp8 + "; --framework " +
+                 (std::string_view(fw->vendor) == "amd" ? "hip" : "cuda") + " writes it";
+      proof.near_miss = dsl_note;
+    }
+  }
   PatternGuess pattern;
   pattern.name = proof.chosen ? proof.chosen->name : "unknown";
   if (proof.chosen) {

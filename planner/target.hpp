@@ -50,14 +50,18 @@ struct FrameworkRow {
   const char* language;  ///< how the plan names it
   const char* query;     ///< the word(s) the knowledge queries carry for it
   bool native;           ///< the vendor's default (CUDA C++ / HIP C++, built by kwiki baseline)
+  const char* no_fp8;    ///< why a generated kernel with fp8 values cannot be written in it ("" when it can)
 };
 
 /// Every framework kwiki writes V0 kernels in.
 inline constexpr FrameworkRow kFrameworks[] = {
-    {"cuda", "nvidia", "CUDA C++", "CUDA C++", true},
-    {"hip", "amd", "HIP C++", "HIP", true},
-    {"cutedsl", "nvidia", "CuteDSL (CUTLASS Python DSL)", "CuteDSL", false},
-    {"flydsl", "amd", "FlyDSL (ROCm Python layout DSL)", "FlyDSL", false},
+    {"cuda", "nvidia", "CUDA C++", "CUDA C++", true, ""},
+    {"hip", "amd", "HIP C++", "HIP", true, ""},
+    {"cutedsl", "nvidia", "CuteDSL (CUTLASS Python DSL)", "CuteDSL", false, ""},
+    // flydsl 0.4.x: its cast to Float8E4M3FN or Float8E4M3FNUZ (arith.truncf) has no LLVM IR translation
+    // (compile error on this machine for gfx942 and gfx950, session 17).
+    {"flydsl", "amd", "FlyDSL (ROCm Python layout DSL)", "FlyDSL", false,
+     "FlyDSL 0.4 cannot compile a cast to fp8 (its arith.truncf to an fp8 type has no LLVM IR translation)"},
 };
 
 /// The row named `name`, or nullptr.
