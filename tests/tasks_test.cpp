@@ -135,7 +135,17 @@ TEST(Tasks, AtLeastFortyWithExpectedOutcomes) { EXPECT_GE(task_names().size(), 4
 
 std::vector<std::string> generated_task_names() { return test::data_task_names(true); }
 
-bool have(const char* program) { return std::system((std::string("command -v ") + program + " > /dev/null 2>&1").c_str()) == 0; }
+/// Whether `program` is an executable file in a $PATH folder (no shell).
+bool have(const char* program) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    std::error_code ec;
+    const fs::path p = fs::path(dir.empty() ? "." : dir) / program;
+    if (fs::is_regular_file(p, ec) && (fs::status(p, ec).permissions() & (fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec)) != fs::perms::none) return true;
+  }
+  return false;
+}
 
 class Generated : public ::testing::TestWithParam<std::string> {
  protected:
@@ -261,7 +271,7 @@ TEST_F(UserCandidate, CudaKernelAgainstTheWrittenLauncherCompilesForSm90a) {
   EXPECT_NE(abi_.find("tensors[1] = positions (input, int64) [dims[3]]"), std::string::npos) << abi_;
   EXPECT_NE(abi_.find("tensors[2] = inv_freq (parameter, fp32)"), std::string::npos) << abi_;
   EXPECT_NE(abi_.find("tensors[3] = out (output: write it, bf16)"), std::string::npos) << abi_;
-  if (std::system("command -v nvcc > /dev/null 2>&1") != 0 && !fs::exists("/usr/local/cuda/bin/nvcc"))
+  if (!have("nvcc") && !fs::exists("/usr/local/cuda/bin/nvcc"))
     GTEST_SKIP() << "no nvcc here: the kernel cannot be compiled (the CUDA toolkit is outside Debian main)";
   const RunResult r = run_kwiki({"baseline", "--workspace", ws_, "--kernel", task_ + "/user_kernel.cu", "--no-commit", "--json"});
   const json j = json::parse(r.out);

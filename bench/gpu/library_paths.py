@@ -89,6 +89,12 @@ def fused_moe(tensors, dims, params):
 
 
 
+def _pad16(rows):
+    """rows [M, K] padded with zero rows to a multiple of 16 (cuBLASLt's fp8 constraint; fp8 zeros are byte 0 in both formats)."""
+    m16 = (rows.shape[0] + 15) // 16 * 16
+    return rows if m16 == rows.shape[0] else torch.cat([rows, rows.new_zeros(m16 - rows.shape[0], rows.shape[1])])
+
+
 def fp8_block_gemm(tensors, dims, params):
     """The fp8 dense rate on the same M, N, K: torch._scaled_mm (cuBLASLt fp8) with one scale per tensor
     (the block scales have no cuBLASLt equivalent on every torch; per-tensor is the library's plain fp8
@@ -96,8 +102,8 @@ def fp8_block_gemm(tensors, dims, params):
     fp8 constraint), the padding counted in the library's FLOPs."""
     a, b = tensors[:2]
     M, N, K = (int(d) for d in dims[:3])
-    m16 = (M + 15) // 16 * 16
-    ap = a if m16 == M else torch.cat([a, a.new_zeros(m16 - M, K)])  # fp8 zeros: byte 0 in both formats
+    ap = _pad16(a)
+    m16 = ap.shape[0]
     one = torch.ones((), dtype=torch.float32, device=a.device)
 
     def call():
@@ -113,9 +119,8 @@ def fused_moe_fp8(tensors, dims, params):
     x, w13, w2 = tensors[:3]
     T, H, I, E, K = (int(d) for d in dims[:5])
     fp8 = w13.dtype
-    m16 = (T * K + 15) // 16 * 16
-    rows = x.reshape(T, H).repeat_interleave(K, dim=0).float().clamp(-448, 448).to(fp8)
-    rows = torch.cat([rows, rows.new_zeros(m16 - T * K, H)]) if m16 != T * K else rows
+    rows = _pad16(x.reshape(T, H).repeat_interleave(K, dim=0).float().clamp(-448, 448).to(fp8))
+    m16 = rows.shape[0]
     mid = torch.randn(m16, I, device=x.device).to(fp8)
     one = torch.ones((), dtype=torch.float32, device=x.device)
 
