@@ -532,7 +532,7 @@ std::vector<std::string> template_patterns() {
   std::vector<std::string> out;
   for (const detail::EmbeddedFile* f = detail::kBaselineFiles; f->name; ++f) {
     const std::string n = f->name;
-    if (n.size() > 4 && n.ends_with(".cuh") && n != "kwiki_compat.cuh") out.push_back(n.substr(0, n.size() - 4));
+    if (n.size() > 4 && n.ends_with(".cuh") && !n.starts_with("kwiki_")) out.push_back(n.substr(0, n.size() - 4));
   }
   return out;
 }

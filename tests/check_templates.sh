@@ -12,7 +12,7 @@ mkdir -p "$out"
 fail=0
 for t in "$kernels"/*.cuh; do
   name=$(basename "$t" .cuh)
-  [[ $name == kwiki_compat ]] && continue
+  [[ $name == kwiki_* ]] && continue  # shared headers (kwiki_compat, kwiki_hopper), not templates
   for type in __nv_bfloat16 half; do
     src="$out/$name-$type.cu"
     printf '#define KWIKI_T %s\n#define KWIKI_DEFINE_LAUNCHER 1\n#include "%s"\n' "$type" "$t" > "$src"

@@ -31,7 +31,7 @@ fail=0
 for arch in "gfx942:sramecc+:xnack-" gfx90a; do
   for t in "$kernels"/*.cuh; do
     name=$(basename "$t" .cuh)
-    [[ $name == kwiki_compat ]] && continue
+    [[ $name == kwiki_* ]] && continue  # shared headers (kwiki_compat, kwiki_hopper), not templates
     tag="$name-${arch%%:*}"
     printf '#define KWIKI_T kwiki_bf16\n#define KWIKI_DEFINE_LAUNCHER 1\n#include "%s"\n' "$t" > "$out/$tag.hip"
     if ! "$clang" -x hip --offload-arch="$arch" --rocm-path="$root" -O3 -std=c++17 --offload-device-only -S \

@@ -34,6 +34,11 @@
 #include <cstring>
 
 #include "kwiki_compat.cuh"
+#if KWIKI_PLATFORM_CUDA && !defined(KWIKI_HOST_EMULATION)
+#include <cstdio>
+
+#include "kwiki_hopper.cuh"  // TMA, mbarriers, the wgmma descriptor, cluster barriers, the tensor-map encoder
+#endif
 
 // The CUDA tensor-core path (tc:: below) is V0's on CUDA: it passed every serving-bench shape on the
 // H200 in session 14 (bench/results/serving_kernels_h200-session14-fp8gemm.txt), 3.4-8.4x the
@@ -41,6 +46,12 @@
 // kernel unless built with -DKWIKI_FP8_GEMM_TENSOR_CORES=1; =0 builds the CUDA-core kernel on CUDA.
 #ifndef KWIKI_FP8_GEMM_TENSOR_CORES
 #define KWIKI_FP8_GEMM_TENSOR_CORES KWIKI_PLATFORM_CUDA
+#endif
+// =1: on a cc 9.0 device the TMA + WGMMA kernel (wg:: below) goes first. Off in V0: it passes exact-value
+// checks on the H200, but the tensor core's fp8 sums (wgmma) miss the vllm_w8a8_block_fp8_matmul task's
+// elementwise tolerance where mma.sync meets it (docs/PERF.md, session 18).
+#ifndef KWIKI_FP8_GEMM_WGMMA
+#define KWIKI_FP8_GEMM_WGMMA 0
 #endif
 
 namespace kwiki_fp8_block_gemm {
@@ -334,6 +345,272 @@ inline int launch_tc(const unsigned char* A, const unsigned char* B, const float
 }
 
 }  // namespace tc
+
+// ---------------------------------------------------------------------------------------------
+// Hopper (sm_90a, e4m3fn): TMA + wgmma.m64n128k32, promoted per 128-K block, K split in a cluster
+// ---------------------------------------------------------------------------------------------
+// A block of three warpgroups owns a 128 x 128 output tile. Warpgroup 0 is the producer: one thread
+// issues the TMA copies of a stage, one 128-K scale block of the tile's 128 rows of A and 128 rows of
+// B (16 KiB each, 128-byte swizzled; TMA zero-fills rows past M and N and K past K), into a 6-stage
+// ring. Warpgroups 1 and 2 each own 64 rows and run four wgmma.m64n128k32 e4m3 x e4m3 -> fp32 per
+// stage straight from shared memory into a fresh fragment (the first with scale-d 0), wait for them,
+// hand the stage back, and promote: acc += part * (As * Bs) in fp32 on the CUDA cores, as the other
+// kernels do (the tensor core's fp8 sums carry fewer mantissa bits than fp32, so no more than one
+// 128-K block is left in them). While one consumer promotes, the other's wgmmas run.
+// The tile's 128 columns are one 128-column weight-scale block (n0 is a multiple of 128), so a stage
+// takes one Bs value and each thread two As values (its rows r and r + 8).
+// Few tiles (decode and small-batch shapes) leave SMs idle: then `split` blocks of a cluster
+// (1 x 1 x split, split 2, 4 or 8) take consecutive ranges of K blocks of the same tile, each puts its
+// fp32 tile in its drained ring, and after a cluster barrier block r sums rows [r * 128 / split, ...)
+// over the cluster's blocks through distributed shared memory in block order 0, 1, ... (no atomics:
+// the same bits every run) and stores them. Accumulator layout of m64nNk32 (f32): for each 8-column
+// group j, d[4j], d[4j+1] are (row 16w + lane/4, columns 8j + 2(lane%4) + {0,1}) of warp w, and
+// d[4j+2], d[4j+3] the same columns 8 rows below.
+// Needs a cc 9.0 device, a build for sm_90a (wgmma is an sm_90a feature), K a
+// multiple of 16 and A, B 16-byte aligned (TMA strides and addresses).
+namespace wg {
+
+constexpr int kBM = 128, kBN = 128, kBK = kScaleBlock;  // a stage: one scale block of K
+constexpr int kStages = 6;
+constexpr int kConsumers = 2;                           // warpgroups of 64 rows
+constexpr int kThreads = 128 * (kConsumers + 1);        // + the producer warpgroup
+constexpr uint32_t kABytes = kBM * kBK;                 // 16 KiB
+constexpr uint32_t kStageBytes = (kBM + kBN) * kBK;     // one TMA transaction per stage
+constexpr int kRingBytes = kStages * kStageBytes;
+constexpr int kSmemBytes = kRingBytes + 1024 + 2 * kStages * 8;  // + 1 KiB alignment, barriers
+constexpr int kRedPitch = kBN + 4;                      // fp32 row pitch of the reduction tile
+constexpr int kMaxSplit = 8;                            // blocks of a cluster (the portable maximum)
+#ifndef KWIKI_FP8_WG_PROMOTE_K
+#define KWIKI_FP8_WG_PROMOTE_K 128
+#endif
+constexpr int kPromote = KWIKI_FP8_WG_PROMOTE_K / 32;   // wgmmas summed in the tensor core before a promotion
+static_assert(kPromote == 1 || kPromote == 2 || kPromote == 4, "KWIKI_FP8_WG_PROMOTE_K is 32, 64 or 128");
+static_assert(kBN == kScaleBlock, "a tile's columns share one weight-scale block");
+static_assert(kBM * kRedPitch * 4 <= kRingBytes, "the reduction tile fits in the drained ring");
+static_assert(kBM % kMaxSplit == 0, "every split divides the tile's rows");
+
+/// The cluster size along K (1, 2, 4 or 8) for `tiles` output tiles of `kb` K blocks on `sms` SMs
+/// (one block an SM): the smallest that minimises waves x (K blocks a block + 1 for the
+/// reduction when split). Host-callable, so the choice is tested without a GPU.
+KWIKI_HOST_DEVICE int split_for(long long tiles, int kb, int sms) {
+  int best = 1;
+  long long best_cost = -1;
+  for (int sp = 1; sp <= kMaxSplit && (sp == 1 || sp <= kb); sp *= 2) {
+    const long long waves = (tiles * sp + sms - 1) / sms;
+    const long long cost = waves * ((kb + sp - 1) / sp + (sp > 1 ? 1 : 0));
+    if (best_cost < 0 || cost < best_cost) best_cost = cost, best = sp;
+  }
+  return best;
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/// d (64 fp32 a thread) = A(64 x 32, descriptor da) * B(32 x 128, descriptor db) (+ d when accumulate).
+__device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1;\n}\n"
+      :
+        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(accumulate));
+}
+#endif
+
+/// out as T: the fp32 pair (v0, v1) at o[0], o[1] (o[1] only when `both`), one 32-bit store for a
+/// 16-bit T when `pair_store`.
+template <typename T>
+KWIKI_DEVICE void store_pair(T* o, float v0, float v1, bool both, bool pair_store) {
+  const T t0 = kwiki_from_float<T>(v0), t1 = kwiki_from_float<T>(v1);
+  if constexpr (sizeof(T) == 2) {
+    if (pair_store && both) {
+      uint16_t b[2];
+      memcpy(&b[0], &t0, 2);
+      memcpy(&b[1], &t1, 2);
+      *reinterpret_cast<uint32_t*>(o) = static_cast<uint32_t>(b[0]) | (static_cast<uint32_t>(b[1]) << 16);
+      return;
+    }
+  }
+  o[0] = t0;
+  if (both) o[1] = t1;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1)
+fp8_block_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, const float* __restrict__ As,
+                            const float* __restrict__ Bs, T* __restrict__ out, Shape s) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace kwiki_hopper;
+  extern __shared__ uint8_t dyn_smem[];
+  const uint32_t base = (smem_u32(dyn_smem) + 1023u) & ~1023u;  // 128-byte swizzle atoms: 1 KiB aligned
+  const uint32_t full = base + kRingBytes;                       // kStages mbarriers: the stage's bytes landed
+  const uint32_t empty = full + kStages * 8;                     // kStages mbarriers: the 8 consumer warps read the stage
+  const int tid = threadIdx.x, warpgroup = tid / 128;
+  const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN, nb = n0 / kScaleBlock;
+  const int split = static_cast<int>(gridDim.z), rank = static_cast<int>(blockIdx.z);  // cluster 1 x 1 x split: rank = z
+  const int per = (s.kb + split - 1) / split;
+  const int kb0 = min(s.kb, rank * per), n_kb = min(s.kb, kb0 + per) - kb0;
+  const bool pair_store = (s.N % 2 == 0) && ((reinterpret_cast<uintptr_t>(out) & 3) == 0);
+
+  if (tid == 0) {
+    for (int st = 0; st < kStages; ++st) {
+      mbar_init(full + 8 * st, 1);
+      mbar_init(empty + 8 * st, kConsumers * 4);  // each consumer warp's lane 0, after its own wait
+    }
+    fence_mbar_init();
+  }
+  __syncthreads();
+
+  // No setmaxnreg: the consumers fit in the 168 registers a thread of 384 gets (ptxas -v).
+  if (warpgroup == 0) {  // producer
+    if (tid == 0) {
+      for (int i = 0; i < n_kb; ++i) {
+        const int st = i % kStages;
+        if (i >= kStages) mbar_wait(empty + 8 * st, ((i / kStages) - 1) & 1);
+        const uint32_t a = base + st * kStageBytes;
+        const int k = (kb0 + i) * kBK;
+        mbar_expect_tx(full + 8 * st, kStageBytes);
+        tma_load_2d(a, &ta, full + 8 * st, k, m0);
+        tma_load_2d(a + kABytes, &tb, full + 8 * st, k, n0);
+      }
+    }
+  } else {  // consumers: warpgroup c owns rows [64c, 64c + 64) of the tile
+    const int c = warpgroup - 1, lt = tid % 128, w4 = lt / 32, lane = lt % 32;
+    const int tr = c * 64 + w4 * 16 + lane / 4;  // this thread's tile rows tr and tr + 8
+    const int r0 = m0 + tr;
+    const bool ok0 = r0 < s.M, ok1 = r0 + 8 < s.M;
+    const float* as0 = As + static_cast<long long>(ok0 ? r0 : 0) * s.kb;
+    const float* as1 = As + static_cast<long long>(ok1 ? r0 + 8 : 0) * s.kb;
+    const float* bs = Bs + static_cast<long long>(nb) * s.kb;
+    float acc[64], part[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.f;
+    for (int i = 0; i < n_kb; ++i) {
+      const int st = i % kStages, kb = kb0 + i;
+      // The scales first: their loads run while the stage lands and the wgmmas work.
+      const float sb = __ldg(bs + kb);
+      const float sa0 = ok0 ? __ldg(as0 + kb) : 0.f, sa1 = ok1 ? __ldg(as1 + kb) : 0.f;
+      mbar_wait(full + 8 * st, (i / kStages) & 1);
+      const uint32_t a = base + st * kStageBytes + c * 64 * kBK;
+      const uint32_t b = base + st * kStageBytes + kABytes;
+      const float s0 = __fmul_rn(sa0, sb), s1 = __fmul_rn(sa1, sb);
+      // kPromote wgmmas (k32 each) accumulate in the tensor core before their fp32 partial is
+      // scaled and promoted; the stage goes back after the last group's wait.
+#pragma unroll
+      for (int g0 = 0; g0 < kBK / 32; g0 += kPromote) {
+        fence_acc(part);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = g0; kk < g0 + kPromote; ++kk) wgmma_m64n128k32_e4m3(part, smem_desc(a + kk * 32), smem_desc(b + kk * 32), kk - g0);
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_acc(part);
+        if (g0 + kPromote == kBK / 32 && lane == 0) mbar_arrive(empty + 8 * st);  // this warp's wgmmas no longer read the stage
+        // The promotion: the fragment times As * Bs (one fp32 product), added in fp32.
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+          acc[4 * j] = __fadd_rn(acc[4 * j], __fmul_rn(part[4 * j], s0));
+          acc[4 * j + 1] = __fadd_rn(acc[4 * j + 1], __fmul_rn(part[4 * j + 1], s0));
+          acc[4 * j + 2] = __fadd_rn(acc[4 * j + 2], __fmul_rn(part[4 * j + 2], s1));
+          acc[4 * j + 3] = __fadd_rn(acc[4 * j + 3], __fmul_rn(part[4 * j + 3], s1));
+        }
+      }
+    }
+    const int tc0 = 2 * (lane % 4);
+    if (split == 1) {
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const int col = n0 + 8 * j + tc0;
+        if (col >= s.N) continue;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = r0 + 8 * h;
+          if (row < s.M) store_pair<T>(out + static_cast<long long>(row) * s.N + col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], col + 1 < s.N, pair_store);
+        }
+      }
+    } else {  // the block's fp32 tile into its drained ring (every stage it issued was waited for)
+      asm volatile("bar.sync 1, %0;\n" ::"n"(kConsumers * 128) : "memory");  // the other consumer's last wgmmas are done
+      float* red = reinterpret_cast<float*>(dyn_smem + (base - smem_u32(dyn_smem)));
+#pragma unroll
+      for (int j = 0; j < 16; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          *reinterpret_cast<float2*>(red + (tr + 8 * h) * kRedPitch + 8 * j + tc0) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+    }
+  }
+  if (split > 1) {
+    cluster_sync();  // every block's tile is in its shared memory
+    if (warpgroup != 0) {
+      const int rows = kBM / split, first = rank * rows;
+      for (int e = tid - 128; e < rows * (kBN / 4); e += kConsumers * 128) {
+        const int tr = first + e / (kBN / 4), tcol = (e % (kBN / 4)) * 4;
+        const int row = m0 + tr, col = n0 + tcol;
+        if (row >= s.M || col >= s.N) continue;
+        const uint32_t local = base + static_cast<uint32_t>((tr * kRedPitch + tcol) * 4);
+        float4 v = cluster_load4(cluster_map(local, 0));
+        for (int q = 1; q < split; ++q) {
+          const float4 w = cluster_load4(cluster_map(local, static_cast<uint32_t>(q)));
+          v.x = __fadd_rn(v.x, w.x), v.y = __fadd_rn(v.y, w.y), v.z = __fadd_rn(v.z, w.z), v.w = __fadd_rn(v.w, w.w);
+        }
+        T* o = out + static_cast<long long>(row) * s.N + col;
+        store_pair<T>(o, v.x, v.y, col + 1 < s.N, pair_store);
+        if (col + 2 < s.N) store_pair<T>(o + 2, v.z, v.w, col + 3 < s.N, pair_store);
+      }
+    }
+    cluster_sync();  // no block leaves while another still reads its shared memory
+  }
+#else
+  // Built for another target than sm_90a: the host only launches this on cc 9.0, so say why it stops.
+  if (threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0)
+    printf("kwiki fp8_block_gemm: the WGMMA kernel needs a build for sm_90a (-gencode=arch=compute_90a,code=sm_90a)\n");
+  __trap();
+#endif
+}
+
+/// The WGMMA launch, or -1 where it does not apply (not a cc 9.0 device, no tensor-map encoder, a
+/// tensor map the driver refuses).
+template <typename T>
+inline int launch_wgmma(const unsigned char* A, const unsigned char* B, const float* As, const float* Bs, T* out, const Shape& s,
+                        kwiki_stream_t stream) {
+  static int state[64];  // per device: 0 unknown, 1 ready, 2 not
+  if (!kwiki_hopper::sm90_kernel_ready(state, reinterpret_cast<const void*>(fp8_block_gemm_wgmma_kernel<T>), kSmemBytes)) return -1;
+  const long long tiles_m = (s.M + kBM - 1) / kBM, tiles_n = (s.N + kBN - 1) / kBN;
+  if (tiles_n > 65535) return -1;
+  CUtensorMap ta, tb;
+  if (!kwiki_hopper::make_tile_map_128b(&ta, CU_TENSOR_MAP_DATA_TYPE_UINT8, A, s.M, s.K, 1, kBM) ||
+      !kwiki_hopper::make_tile_map_128b(&tb, CU_TENSOR_MAP_DATA_TYPE_UINT8, B, s.N, s.K, 1, kBN))
+    return -1;
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0)
+    return -1;
+  const int split = split_for(tiles_m * tiles_n, s.kb, sms);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(tiles_m), static_cast<unsigned>(tiles_n), static_cast<unsigned>(split));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = static_cast<unsigned>(split);
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, fp8_block_gemm_wgmma_kernel<T>, ta, tb, As, Bs, out, s);
+  return e == cudaSuccess ? kwiki_last_error() : static_cast<int>(e);
+}
+
+}  // namespace wg
 #endif  // KWIKI_PLATFORM_CUDA && !KWIKI_HOST_EMULATION
 
 // ---------------------------------------------------------------------------------------------
@@ -486,6 +763,12 @@ inline int launch(const unsigned char* A, const unsigned char* B, const float* A
   if (!kwiki::aligned16(A) || !kwiki::aligned16(B)) return -1;
   const Shape s{static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), static_cast<int>((K + kScaleBlock - 1) / kScaleBlock)};
 #if KWIKI_PLATFORM_CUDA && !defined(KWIKI_HOST_EMULATION)
+  if constexpr (KWIKI_FP8_GEMM_TENSOR_CORES != 0 && KWIKI_FP8_GEMM_WGMMA != 0) {
+    if (fnuz == 0.0) {  // wgmma reads e4m3fn (OCP) bytes
+      const int r = wg::launch_wgmma<T>(A, B, As, Bs, out, s, stream);
+      if (r != -1) return r;
+    }
+  }
   if constexpr (KWIKI_FP8_GEMM_TENSOR_CORES != 0) {
     if (fnuz == 0.0) {  // the tensor cores read e4m3fn (OCP) bytes
       const int r = tc::launch_tc<T>(A, B, As, Bs, out, s, stream);

@@ -36,8 +36,9 @@
 #include <stdint.h>
 #include <type_traits>
 #if !KWIKI_PLATFORM_HIP
-#include <cuda.h>  // CUtensorMap and its enums (types only; the encoder is fetched from the driver)
 #include <stdio.h>
+
+#include "kwiki_hopper.cuh"  // TMA, mbarriers, the wgmma descriptor and the tensor-map encoder
 #endif
 
 #ifndef KWIKI_GEMM_STAGES
@@ -573,7 +574,7 @@ gemm_mma_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __res
 // the TMA copies of both operand tiles into a 4-stage shared-memory ring, 128-byte swizzled),
 // warpgroups 1 and 2 each own 64 rows of the tile and run wgmma.m64n256k16 straight from shared
 // memory (128 fp32 accumulators per thread). Stage hand-off through mbarriers: "full" (the TMA
-// bytes landed) and "empty" (both consumers' wgmmas that read the stage have completed). The
+// bytes landed) and "empty" (each of the 8 consumer warps waited for its wgmmas that read the stage). The
 // producer gives registers to the consumers (setmaxnreg). TMA zero-fills rows, columns and K
 // outside the matrices; the epilogue adds the bias in fp32 and rounds once at the store.
 // Needs: K % 8 == 0 and 16-byte aligned x, w (TMA strides and addresses), a cc 9.0 device, and
@@ -590,40 +591,13 @@ constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 2 * kStages * 8;  // +
 }  // namespace wg
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred P1;\nWAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-      "@P1 bra DONE;\nbra WAIT;\nDONE:\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-// 2-D TMA tile copy global -> shared, completion counted on mbarrier bar; c0 = K, c1 = row.
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
-      : "memory");
-}
-// Shared-memory matrix descriptor: K-major tile of 128-byte rows, 128-byte swizzle, 8-row groups
-// 1 KiB apart (the layout TMA writes with CU_TENSOR_MAP_SWIZZLE_128B).
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
-  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) | ((uint64_t)1 << 62);
-}
-// Keeps the compiler from moving accumulator reads / writes across the asynchronous wgmma.
-__device__ __forceinline__ void fence_acc(float (&d)[128]) {
-#pragma unroll
-  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
+using kwiki_hopper::fence_acc;
+using kwiki_hopper::mbar_arrive;
+using kwiki_hopper::mbar_expect_tx;
+using kwiki_hopper::mbar_init;
+using kwiki_hopper::mbar_wait;
+using kwiki_hopper::smem_desc;
+using kwiki_hopper::tma_load_2d;
 
 // One wgmma.m64n256k16: d[128] (fp32) += A(64x16, smem descriptor da) * B(16x256, descriptor db),
 // both operands K-major. Expanded inside a function whose accumulator array is named d.
@@ -684,7 +658,7 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tmx, const __grid_constant
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(full + 8 * s, 1);
-      mbar_init(empty + 8 * s, wg::kConsumers);
+      mbar_init(empty + 8 * s, wg::kConsumers * 4);  // one arrival per consumer warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -724,7 +698,8 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tmx, const __grid_constant
     // Keep this stage's wgmmas in flight; the previous stage's are done, so hand it back.
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
     fence_acc(d);
-    if (kt > 0 && tid % 128 == 0) mbar_arrive(empty + 8 * ((kt - 1) % kStages));
+    // Each warp releases after its own wait: a warp's wait covers its part of the warpgroup's wgmmas.
+    if (kt > 0 && tid % 32 == 0) mbar_arrive(empty + 8 * ((kt - 1) % kStages));
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
   fence_acc(d);
@@ -766,37 +741,11 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tmx, const __grid_constant
 #endif
 }
 
-// Host side of the WGMMA path: the tensor-map encoder comes from the driver at run time (no -lcuda).
-typedef CUresult (*TensorMapEncodeTiled)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                          const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
-                                          CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
-                                          CUtensorMapFloatOOBfill);
-
-inline TensorMapEncodeTiled tensor_map_encoder() {
-  static const TensorMapEncodeTiled fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      return static_cast<TensorMapEncodeTiled>(nullptr);
-    return reinterpret_cast<TensorMapEncodeTiled>(p);
-  }();
-  return fn;
-}
-
 // Row-major [rows, K] 16-bit matrix, boxes of box_rows x 64 elements (128 bytes), 128-byte swizzle.
 template <typename T>
 inline bool make_tile_map(CUtensorMap* map, const T* ptr, int rows, int K, int box_rows) {
-  const TensorMapEncodeTiled encode = tensor_map_encoder();
-  if (encode == nullptr) return false;
-  const cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
-  const cuuint64_t strides[1] = {(cuuint64_t)K * sizeof(T)};
-  const cuuint32_t box[2] = {(cuuint32_t)wg::BK, (cuuint32_t)box_rows};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  return encode(map, num<T>::kIsBf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
-                const_cast<T*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return kwiki_hopper::make_tile_map_128b(map, num<T>::kIsBf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, ptr,
+                                          rows, K, 2, box_rows);
 }
 
 // Whether this process can run the WGMMA kernel on the current device (cc 9.0, encoder found,
@@ -804,19 +753,7 @@ inline bool make_tile_map(CUtensorMap* map, const T* ptr, int rows, int K, int b
 template <typename T>
 inline bool wgmma_available() {
   static int state[64];  // 0 unknown, 1 yes, 2 no; per device ordinal
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
-  if (state[dev] == 0) {
-    int major = 0, minor = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    bool ok = major == 9 && minor == 0 && tensor_map_encoder() != nullptr;
-    if (ok)
-      ok = cudaFuncSetAttribute(gemm_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, wg::kSmemBytes) ==
-           cudaSuccess;
-    state[dev] = ok ? 1 : 2;
-  }
-  return state[dev] == 1;
+  return kwiki_hopper::sm90_kernel_ready(state, reinterpret_cast<const void*>(gemm_wgmma_kernel<T>), wg::kSmemBytes);
 }
 
 // Launches the WGMMA kernel; false when its preconditions do not hold (the caller falls back).

@@ -105,6 +105,15 @@ KWIKI_DEVICE bool block_work(const int* __restrict__ cu_q, const int* __restrict
   return true;
 }
 
+/// The row of k / v (in [Tk] or [NB * P]) that holds key j of the block's sequence, or -1 for a key
+/// past kend or a page id outside the cache (it reads as zeros).
+KWIKI_DEVICE long long key_row(const int* __restrict__ block_tables, const Shape& s, const BlockWork& w, int j) {
+  if (j >= w.kend) return -1;
+  if (s.layout == 0) return w.k0 + j;
+  const long long page = block_tables[static_cast<long long>(w.b) * s.MB + j / s.P];
+  return page >= 0 && page < w.num_pages ? page * s.P + j % s.P : -1;
+}
+
 /// Keys n0 .. n0 + BN - 1 of the block's sequence into k_s and v_s (rows of LD elements, 16-byte
 /// chunks of X), zeros past kend or for a page id outside the cache; kThreadsOf threads share it.
 template <typename T, int D, int X, int LD, int BN, int kThreadsOf>
@@ -113,21 +122,12 @@ KWIKI_DEVICE void stage_kv_tile(const T* __restrict__ k, const T* __restrict__ v
   constexpr int CH = D / X;
   for (int i = threadIdx.x; i < BN * CH; i += kThreadsOf) {
     const int jj = i / CH, ch = i % CH;
-    const int j = n0 + jj;
     uint4 kx = make_uint4(0u, 0u, 0u, 0u), vx = kx;
-    if (j < w.kend) {
-      long long row = -1;
-      if (s.layout == 0) {
-        row = w.k0 + j;
-      } else {
-        const long long page = block_tables[static_cast<long long>(w.b) * s.MB + j / s.P];
-        if (page >= 0 && page < w.num_pages) row = page * s.P + j % s.P;
-      }
-      if (row >= 0) {
-        const long long off = (row * s.Hkv + w.kvh) * D + ch * X;
-        kx = *reinterpret_cast<const uint4*>(k + off);
-        vx = *reinterpret_cast<const uint4*>(v + off);
-      }
+    const long long row = key_row(block_tables, s, w, n0 + jj);
+    if (row >= 0) {
+      const long long off = (row * s.Hkv + w.kvh) * D + ch * X;
+      kx = *reinterpret_cast<const uint4*>(k + off);
+      vx = *reinterpret_cast<const uint4*>(v + off);
     }
     *reinterpret_cast<uint4*>(k_s + jj * LD + ch * X) = kx;
     *reinterpret_cast<uint4*>(v_s + jj * LD + ch * X) = vx;
@@ -269,10 +269,37 @@ KWIKI_DEVICE uint32_t pack2(float a, float b) {
 }
 
 #ifdef KWIKI_HOST_EMULATION
-// The emulation's kwiki_compat.cuh provides kwiki::mma16816 and kwiki_emu::ldsm_x4_trans.
+// The emulation's kwiki_compat.cuh provides kwiki::mma16816 and kwiki_emu::ldsm_x4(_trans); its
+// copies are synchronous, so commit and wait have nothing to do.
 template <typename T>
 KWIKI_DEVICE void ldsm_x4_trans(const T* p, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) { kwiki_emu::ldsm_x4_trans(p, r0, r1, r2, r3); }
+template <typename T>
+KWIKI_DEVICE void ldsm_x4(const T* p, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) { kwiki_emu::ldsm_x4(p, r0, r1, r2, r3); }
+KWIKI_DEVICE void copy16_async(void* dst, const void* src, bool valid) {
+  if (valid) std::memcpy(dst, src, 16);
+  else std::memset(dst, 0, 16);
+}
+KWIKI_DEVICE void async_commit() {}
+template <int kPending>
+KWIKI_DEVICE void async_wait() {}
 #else
+/// Four 8x8 b16 matrices: lanes 8q .. 8q + 7 give the row addresses of matrix q.
+template <typename T>
+KWIKI_DEVICE void ldsm_x4(const T* p, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr) : "memory");
+}
+/// 16 bytes global -> shared without a register round trip (cp.async, sm_80+); zeros when !valid.
+KWIKI_DEVICE void copy16_async(void* dst, const void* src, bool valid) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(addr), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+KWIKI_DEVICE void async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+/// Waits until at most kPending of this thread's committed copy groups are still in flight.
+template <int kPending>
+KWIKI_DEVICE void async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
 /// Four 8x8 b16 matrices, transposed: lanes 8q .. 8q + 7 give the row addresses of matrix q.
 template <typename T>
 KWIKI_DEVICE void ldsm_x4_trans(const T* p, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
@@ -281,6 +308,20 @@ KWIKI_DEVICE void ldsm_x4_trans(const T* p, uint32_t& r0, uint32_t& r1, uint32_t
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr) : "memory");
 }
 #endif
+
+/// Keys n0 .. n0 + BN - 1 of one of k / v (`src`) into dst (rows of LD elements) by 16-byte
+/// asynchronous copies, zeros past kend or for a page id outside the cache; one commit group.
+template <typename T, int D, int LD, int BN, int kThreadsOf>
+KWIKI_DEVICE void stage_rows_async(const T* __restrict__ src, const int* __restrict__ block_tables, const Shape& s, const BlockWork& w, int n0,
+                                   T* dst) {
+  constexpr int X = 8, CH = D / X;
+  for (int i = threadIdx.x; i < BN * CH; i += kThreadsOf) {
+    const int jj = i / CH, ch = i % CH;
+    const long long row = key_row(block_tables, s, w, n0 + jj);
+    copy16_async(dst + jj * LD + ch * X, row >= 0 ? src + (row * s.Hkv + w.kvh) * D + ch * X : src, row >= 0);
+  }
+  async_commit();
+}
 
 /// One (64-row query tile, query head, sequence) block of 4 warps; see the comment above.
 template <typename T, int D>
@@ -318,21 +359,37 @@ prefill_attention_tc_kernel(const T* __restrict__ q, const T* __restrict__ k, co
 #pragma unroll
   for (int nt = 0; nt < D / 8; ++nt) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.f;
 
-  for (int n0 = 0; n0 < kend; n0 += BN) {
-    __syncthreads();
-    stage_kv_tile<T, D, X, LD, BN, kThreadsTc>(k, v, block_tables, s, w, n0, k_s, v_s);
+  // K and V tiles each have one buffer, filled by cp.async one phase ahead (FlashAttention-2's
+  // order): K of the next tile lands while this tile's softmax and P V run, V of the next while its
+  // Q K^T runs. Commit groups in flight: K(t), V(t) at the top of tile t.
+  const int n_tiles = (kend + BN - 1) / BN;
+  if (n_tiles > 0) {
+    stage_rows_async<T, D, LD, BN, kThreadsTc>(k, block_tables, s, w, 0, k_s);
+    stage_rows_async<T, D, LD, BN, kThreadsTc>(v, block_tables, s, w, 0, v_s);
+  }
+  for (int t_i = 0; t_i < n_tiles; ++t_i) {
+    const int n0 = t_i * BN;
+    async_wait<1>();  // K(t) landed (V(t) may be in flight)
     __syncthreads();
 
-    // S = Q K^T: 8 tiles of 8 keys; B fragment of tile nt = key nt * 8 + gid, dims 2 tig (+8).
+    // S = Q K^T: 8 tiles of 8 keys; B fragments by ldmatrix.x4 of 8 key rows x 32 dims: register q
+    // holds key nt * 8 + gid, dims 8q + 2 tig (+1), i.e. (b0, b1) of k-steps 2 k2 and 2 k2 + 1.
     float sc[BN / 8][4];
 #pragma unroll
     for (int nt = 0; nt < BN / 8; ++nt) {
       sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
-      const T* const kr = k_s + (nt * 8 + gid) * LD + tig * 2;
+      const T* const kr = k_s + (nt * 8 + (lane & 7)) * LD + (lane >> 3) * 8;
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk)
-        kwiki::mma16816<T>(sc[nt], qa[kk], *reinterpret_cast<const uint32_t*>(kr + kk * 16), *reinterpret_cast<const uint32_t*>(kr + kk * 16 + 8));
+      for (int k2 = 0; k2 < D / 32; ++k2) {
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4<T>(kr + k2 * 32, b0, b1, b2, b3);
+        kwiki::mma16816<T>(sc[nt], qa[2 * k2], b0, b1);
+        kwiki::mma16816<T>(sc[nt], qa[2 * k2 + 1], b2, b3);
+      }
     }
+    __syncthreads();  // every warp has read K(t): the next tile's K may overwrite it
+    if (t_i + 1 < n_tiles) stage_rows_async<T, D, LD, BN, kThreadsTc>(k, block_tables, s, w, n0 + BN, k_s);
+    else async_commit();  // an empty group keeps the count of groups in flight
     // Masks and the online softmax of rows r0 (c0, c1) and r1 (c2, c3).
     float mx[2] = {m[0], m[1]};
 #pragma unroll
@@ -369,6 +426,8 @@ prefill_attention_tc_kernel(const T* __restrict__ q, const T* __restrict__ k, co
         sc[nt][e] = exp2f(sc[nt][e] - mref[e >> 1]);
         l[e >> 1] += sc[nt][e];
       }
+    async_wait<1>();  // V(t) landed (the next K may be in flight)
+    __syncthreads();
     // O += P V: P's accumulators of key tiles 2t, 2t + 1 are the A fragment of keys 16t .. 16t + 15.
 #pragma unroll
     for (int t = 0; t < BN / 16; ++t) {
@@ -382,6 +441,9 @@ prefill_attention_tc_kernel(const T* __restrict__ q, const T* __restrict__ k, co
         kwiki::mma16816<T>(o[2 * np + 1], pa, b2, b3);
       }
     }
+    __syncthreads();  // every warp has read V(t)
+    if (t_i + 1 < n_tiles) stage_rows_async<T, D, LD, BN, kThreadsTc>(v, block_tables, s, w, n0 + BN, v_s);
+    else async_commit();
   }
 
 #pragma unroll

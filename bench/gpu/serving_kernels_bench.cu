@@ -397,15 +397,20 @@ void bench_fused_moe(kwiki_bench::FlushedTimer& timer, double copy_bw, const cha
 // (the tensor-core one through launch(), on when KWIKI_FP8_GEMM_TENSOR_CORES is 1, and the CUDA-core
 // one directly) checked on rows 0, M / 2 and M - 1 against an fp64 sum of the same block-scaled
 // product: within one bf16 step plus fp32 summation slack (1e-6 of the sum of |terms|).
-void bench_fp8_block_gemm(kwiki_bench::FlushedTimer& timer, double copy_bw, long long M, long long N, long long K) {
+// With `exact`, the values are +-{0, 0.5, 1, 1.5, 2} and the scales powers of two: every product and
+// every partial sum of a 128-K block is exact in 13 bits, so a reduced-precision tensor-core sum
+// cannot explain a difference there (only a wrong operand, layout or race can).
+void bench_fp8_block_gemm(kwiki_bench::FlushedTimer& timer, double copy_bw, long long M, long long N, long long K, bool exact = false) {
   namespace fg = kwiki_fp8_block_gemm;
   std::mt19937 g(5);
   const long long kb = (K + 127) / 128, nb = (N + 127) / 128;
   auto bytes = [&](long long n) {
+    static const uint8_t small[] = {0x00, 0x30, 0x38, 0x3c, 0x40};  // e4m3fn 0, 0.5, 1, 1.5, 2
     std::vector<uint8_t> v(n);
     for (auto& e : v) {
       unsigned b;
-      do b = g() & 0xffu; while ((b & 0x7fu) == 0x7fu);  // no NaN encodings
+      if (exact) b = small[g() % 5] | ((g() & 1u) << 7);
+      else do b = g() & 0xffu; while ((b & 0x7fu) == 0x7fu);  // no NaN encodings
       e = static_cast<uint8_t>(b);
     }
     return v;
@@ -413,28 +418,32 @@ void bench_fp8_block_gemm(kwiki_bench::FlushedTimer& timer, double copy_bw, long
   const auto a = bytes(M * K), b = bytes(N * K);
   std::uniform_real_distribution<float> u(0.f, 1e-2f);
   std::vector<float> as(M * kb), bs(nb * kb);
-  for (auto& x : as) x = u(g);
-  for (auto& x : bs) x = u(g);
+  for (auto& x : as) x = exact ? std::ldexp(1.f, -static_cast<int>(g() % 4)) : u(g);
+  for (auto& x : bs) x = exact ? std::ldexp(1.f, -static_cast<int>(g() % 4)) : u(g);
   Dev<uint8_t> da(M * K), db(N * K);
   Dev<float> das(M * kb), dbs(nb * kb);
   Dev<bf16> dout(M * N);
   da.put(a), db.put(b), das.put(as), dbs.put(bs);
   const double bytes_moved = M * K + N * K + (M * kb + nb * kb) * 4.0 + M * N * 2.0;
   const fg::Shape shape{static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), static_cast<int>(kb)};
-  for (int path = 0; path < 2; ++path) {
-    const char* name = path == 0 ? (KWIKI_FP8_GEMM_TENSOR_CORES ? "fp8_block_gemm(tensor cores)" : "fp8_block_gemm") : "fp8_block_gemm(cuda cores)";
+  for (int path = 0; path < 3; ++path) {
+    const char* name = path == 0 ? "fp8_block_gemm(V0: launch)" : path == 1 ? "fp8_block_gemm(mma.sync)" : "fp8_block_gemm(cuda cores)";
     auto run = [&] {
       if (path == 0) fg::launch<bf16>(da.p, db.p, das.p, dbs.p, dout.p, M, N, K, 128, 128, 0.0, nullptr);
+      else if (path == 1) fg::tc::launch_tc<bf16>(da.p, db.p, das.p, dbs.p, dout.p, shape, nullptr);
       else fg::launch_cuda_cores<bf16, false>(da.p, db.p, das.p, dbs.p, dout.p, shape, nullptr);
     };
+    if (path == 2 && M * N * K > (1ll << 34)) continue;  // the CUDA-core kernel takes seconds at prefill sizes
     dout.put(std::vector<uint16_t>(M * N, 0x7fc0));
     run();
     KWIKI_CUDA_CHECK(cudaDeviceSynchronize());
     const auto out = dout.get<uint16_t>();
     bool ok = true;
     long long bad_m = -1, bad_n = -1;
-    for (long long m : {0ll, M / 2, M - 1}) {
-      for (long long n = 0; n < N && ok; ++n) {
+    int shown = 0;
+    double sum_diff = 0, sum_ref = 0, max_diff = 0;  // vLLM's test metric: mean |out - ref| / mean |ref|
+    for (long long m : {0ll, M / 4, M / 2, (3 * M) / 4, M - 1}) {
+      for (long long n = 0; n < N; ++n) {
         double want = 0, mag = 0;
         for (long long blk = 0; blk < kb; ++blk) {
           double part = 0, part_mag = 0;
@@ -448,15 +457,27 @@ void bench_fp8_block_gemm(kwiki_bench::FlushedTimer& timer, double copy_bw, long
           mag += part_mag * sc;
         }
         const double got = bf2f(out[m * N + n]);
-        ok = std::fabs(got - want) <= std::ldexp(std::fabs(want), -8) + 1e-6 * mag + 1e-30;
-        if (!ok) bad_m = m, bad_n = n;
+        sum_diff += std::fabs(got - want), sum_ref += std::fabs(want), max_diff = std::max(max_diff, std::fabs(got - want));
+        if (!(std::fabs(got - want) <= std::ldexp(std::fabs(want), -8) + 1e-6 * mag + 1e-30)) {
+          if (exact && shown < 8) std::printf("    out[%lld, %lld] = %.6g, want %.6g\n", m, n, got, want), ++shown;
+          if (ok) ok = false, bad_m = m, bad_n = n;
+        }
       }
     }
-    const double us = ok ? timer.median_us(run) : 0;
+    std::printf("%-28s %-34s       mean |diff| / mean |ref| %.3g, max |diff| %.3g, mean |ref| %.3g%s\n", name,
+                ("M" + std::to_string(M) + "_N" + std::to_string(N) + "_K" + std::to_string(K)).c_str(), sum_diff / std::max(sum_ref, 1e-300),
+                max_diff, sum_ref / (5.0 * N), exact ? " (exact values)" : "");
+    // Elementwise failures with vLLM's own test metric met (mean |diff| / mean |ref| < 1e-3, its
+    // test_w8a8_block_fp8_matmul) are the tensor core's fp8 accumulation, not a wrong result: the FAIL
+    // stands, and the time is printed on a line that says so.
+    const bool vllm_ok = !exact && sum_diff < 1e-3 * sum_ref;
+    const double us = ok || vllm_ok ? timer.median_us(run) : 0;
     const std::string shape_name = "M" + std::to_string(M) + "_N" + std::to_string(N) + "_K" + std::to_string(K);
     report(name, shape_name, ok, "out[" + std::to_string(bad_m) + ", " + std::to_string(bad_n) + "] differs beyond a bf16 step", us, bytes_moved,
            copy_bw);
-    if (ok) std::printf("%-28s %-34s       %9.1f TFLOPS (fp8 dense peak of the H200: 1979)\n", name, shape_name.c_str(), 2.0 * M * N * K / (us * 1e-6) / 1e12);
+    if (ok || vllm_ok)
+      std::printf("%-28s %-34s       %9.2f us  %9.1f TFLOPS (fp8 dense peak of the H200: 1979)%s\n", name, shape_name.c_str(), us,
+                  2.0 * M * N * K / (us * 1e-6) / 1e12, ok ? "" : "  [FAILED elementwise; vLLM's mean-relative metric met]");
   }
 }
 
@@ -595,6 +616,8 @@ int main(int argc, char** argv) {
   if (want("fused_moe")) bench_fused_moe(timer, copy_bw, "qwen3_30b_a3b", 4096, 2048, 768, 128, 8);
   if (want("fused_moe")) bench_fused_moe(timer, copy_bw, "deepseek_v2_lite", 512, 2048, 1408, 64, 6);
   // data/tasks/vllm_w8a8_block_fp8_matmul and deepseek_v3_fp8_block_linear shapes, and a prefill-sized one
+  if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 256, 256, 1024, true);
+  if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 64, 2112, 7168, true);
   if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 1, 7168, 2048);
   if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 64, 2112, 7168);
   if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 33, 24576, 1536);
@@ -602,6 +625,8 @@ int main(int argc, char** argv) {
   if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 128, 7168, 2048);
   if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 32, 32768, 512);
   if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 4096, 7168, 7168);
+  if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 4096, 4096, 4096);
+  if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 8192, 8192, 8192);
   if (want("fp8_block_gemm")) bench_fp8_block_gemm(timer, copy_bw, 70, 200, 288);  // partial tiles and a last K block of 32
   // data/tasks/vllm_varlen_prefill_attention and vllm_unified_paged_attention shapes, and longer prompts;
   // each on the CUDA-core V0, then on the tensor-core kernel.

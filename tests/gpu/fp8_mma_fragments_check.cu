@@ -186,6 +186,29 @@ int main() {
     std::printf("FAIL mfma: %d of 4096 tile outputs differ from the direct product or are written other than once\n", bad_mf);
     ++failures;
   }
+  // The Hopper kernel's split over K (wg::split_for): the H200's 132 SMs, the serving shapes. Few tiles
+  // of long K split until a wave is full (decode: 17 tiles of 56 K blocks -> 4 blocks a tile), many
+  // tiles or short K do not, and a split never exceeds 8, the K blocks, or a power of two.
+  struct SplitCase {
+    long long tiles;
+    int kb, want;
+  };
+  for (const SplitCase& c : {SplitCase{17, 56, 4}, SplitCase{32, 56, 4}, SplitCase{1792, 56, 1}, SplitCase{256, 4, 1}, SplitCase{1, 1, 1},
+                             SplitCase{1, 56, 8}, SplitCase{56, 16, 2}, SplitCase{1, 3, 1}}) {
+    const int got = fg::wg::split_for(c.tiles, c.kb, 132);
+    if (got != c.want) {
+      std::printf("FAIL split_for(%lld tiles, %d K blocks, 132 SMs) = %d, want %d\n", c.tiles, c.kb, got, c.want);
+      ++failures;
+    }
+  }
+  for (long long tiles = 1; tiles <= 4096; tiles = tiles * 3 + 1)
+    for (int kb = 1; kb <= 200; kb += 7) {
+      const int sp = fg::wg::split_for(tiles, kb, 132);
+      if (sp < 1 || sp > fg::wg::kMaxSplit || (sp & (sp - 1)) != 0 || (sp > 1 && sp > kb)) {
+        std::printf("FAIL split_for(%lld, %d, 132) = %d: not a power of two in [1, min(8, K blocks)]\n", tiles, kb, sp);
+        ++failures;
+      }
+    }
   std::printf("fp8_block_gemm tensor-core fragments: %s\n", failures ? "FAIL" : "stage, fragments, placement and banks as PTX defines them; "
                                                                                 "the MFMA path's operands and results as CDNA3 lays them out");
   return failures ? 1 : 0;

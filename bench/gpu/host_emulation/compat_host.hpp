@@ -240,6 +240,22 @@ inline void ldsm_x4_trans(const T* p, uint32_t& r0, uint32_t& r1, uint32_t& r2, 
   block.warp[warp]->arrive_and_wait();
   r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
 }
+/// ldmatrix.x4 (not transposed): lanes 8q .. 8q + 7 give the addresses of rows 0..7 of matrix q;
+/// register q of lane l = 4 g + t holds M_q[g][2t] (low) and M_q[g][2t + 1] (high).
+template <typename T>
+inline void ldsm_x4(const T* p, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, base = warp * 32;
+  ldsm_posts[threadIdx.x] = p;
+  block.warp[warp]->arrive_and_wait();
+  const unsigned g = lane / 4, t = lane % 4;
+  uint32_t r[4];
+  for (unsigned q = 0; q < 4; ++q) {
+    const auto* row = static_cast<const uint16_t*>(ldsm_posts[base + 8 * q + g]);
+    r[q] = static_cast<uint32_t>(row[2 * t]) | (static_cast<uint32_t>(row[2 * t + 1]) << 16);
+  }
+  block.warp[warp]->arrive_and_wait();
+  r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+}
 }  // namespace kwiki_emu
 namespace kwiki {
 /// The device's kwiki::mma16816 (kwiki_compat.cuh), emulated per warp (bf16 fragments).
