@@ -393,9 +393,11 @@ Design design_v0(QueryEngine& engine, const std::string& pattern, const Task& ta
     add("products", std::string("four threads a query row: each scores a quarter of the tile's keys (fp32 dot products) and accumulates a quarter of "
                                 "the row's D outputs; ") + (amd ? "vector ALUs in V0 (an MFMA path is the next version)"
                                                                 : "tensor cores in V0 for bf16/fp16 and D 64/128 (mma.sync for both "
-                                                                  "products with P reused from the accumulators, checked on the H200 at every "
-                                                                  "serving-bench shape); D 256, fp32 or KWIKI_PREFILL_TENSOR_CORES=0 take the "
-                                                                  "CUDA-core kernel"),
+                                                                  "products with P reused from the accumulators, 64 query rows a block of 4 "
+                                                                  "warps, K fragments by ldmatrix, K and V tiles by cp.async one phase ahead: "
+                                                                  "K of the next tile lands during this tile's softmax and P V, V during the "
+                                                                  "next Q K^T; checked on the H200 at every serving-bench shape); D 256, fp32 "
+                                                                  "or KWIKI_PREFILL_TENSOR_CORES=0 take the CUDA-core kernel"),
         amd ? fa2_rec : wiki.ask("tensor cores", "flash attention prefill tensor cores mma wgmma"));
     add("softmax", "online softmax in fp32 (exp2 of scale x log2(e) scores, running max and sum per row), one rounding at the store; a row that "
                    "sees no key stores zeros",

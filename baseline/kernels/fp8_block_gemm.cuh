@@ -16,15 +16,19 @@
 // CUDA; 1: e4m3fnuz, CDNA3's). Served: K a multiple of 16 (the rows are 16-byte loads), A and B
 // 16-byte aligned, ceil(M / 64) <= 65535.
 //
-// Design, two kernels; launch() takes the first that applies (the first only where
-// KWIKI_FP8_GEMM_TENSOR_CORES is 1: see below the includes).
+// Design, three kernels; launch() takes the first that applies (see the switches below the includes).
+// 0. Hopper (cc 9.0, e4m3fn, only where KWIKI_FP8_GEMM_WGMMA is 1; wg::fp8_block_gemm_wgmma_kernel):
+//    TMA into a 6-stage ring, wgmma.m64n128k32 e4m3 with the same per-128-K promotion, a 128 x 128
+//    tile a block, K split over a cluster when the tiles do not fill the GPU. Off in V0: see the
+//    switch's comment.
 // 1. Tensor cores (CUDA sm_89+, e4m3fn; tc::fp8_block_gemm_tc_kernel): mma.sync m16n8k32 e4m3 x
 //    e4m3 -> fp32. Each 128-K block's MMAs accumulate into a fresh fp32 fragment, which is then
 //    scaled and added to the main accumulator in CUDA-core fp32 (the promotion: the tensor core's
 //    fp8 accumulation keeps fewer mantissa bits than fp32, DeepSeek-V3 report section 3.3.2). On
 //    CDNA3 (gfx942, e4m3fnuz) the same loop on v_mfma_f32_16x16x32_fp8_fp8
-//    (mf::fp8_block_gemm_mfma_kernel). Neither has run on a device yet.
-// 2. CUDA cores (fp8_block_gemm_kernel; HIP, and CUDA by default): a block of 256 threads owns a
+//    (mf::fp8_block_gemm_mfma_kernel). The CUDA one is V0's on CUDA (checked on the H200); the
+//    MFMA one has not run on a device.
+// 2. CUDA cores (fp8_block_gemm_kernel; HIP in V0, CUDA where KWIKI_FP8_GEMM_TENSOR_CORES is 0): a block of 256 threads owns a
 //    64 x 64 output tile (inside one 128-column weight-scale block) and walks K in 32-wide steps:
 //    the step's A and B rows are read as 16-byte chunks, decoded to fp32 once (fp8_to_float) and
 //    kept in shared memory k-major, where each thread's 4 x 4 outputs read them as broadcasts.

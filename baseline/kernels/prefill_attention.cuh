@@ -243,14 +243,16 @@ prefill_attention_kernel(const T* __restrict__ q, const T* __restrict__ k, const
 }
 
 // =============================================================================================
-// Tensor-core path (CUDA sm_80+, T bf16 or fp16, D 64 or 128), written without a GPU and so off in
-// V0 (KWIKI_PREFILL_TENSOR_CORES): the same grid and masks with 64 query rows a block, 16 a warp.
-// A warp's Q rows stay in registers as mma A fragments; K/V tiles of 64 keys go through shared
-// memory (rows padded by 16 bytes); S = Q K^T on mma.sync m16n8k16 (B = K rows read as 32-bit
-// words), online softmax in fp32 on the accumulators (a row's four lanes share it by two
-// shuffles), P rounded to T as the A operand (FlashAttention-2's register reuse) and O += P V with
-// B through ldmatrix.trans of the V rows. The host emulation (bench/gpu/host_emulation) runs it
-// with mma and ldmatrix emulated per the PTX fragment layouts.
+// Tensor-core path (CUDA sm_80+, T bf16 or fp16, D 64 or 128; V0's on CUDA, see the header): the
+// same grid and masks with 64 query rows a block, 16 a warp. A warp's Q rows stay in registers as
+// mma A fragments; K/V tiles of 64 keys go through one shared buffer each (rows padded by 16 bytes),
+// filled by cp.async one phase ahead: K of tile t + 1 lands during tile t's softmax and P V, V of
+// t + 1 during t + 1's Q K^T (on the H200, 7-27% less time than loading each tile before its use,
+// at the task shapes, session 18). S = Q K^T on mma.sync m16n8k16 (B fragments of 8 keys x 32 dims
+// by one ldmatrix.x4), online softmax in fp32 on the accumulators (a row's four lanes share it by
+// two shuffles), P rounded to T as the A operand (FlashAttention-2's register reuse) and O += P V
+// with B through ldmatrix.trans of the V rows. The host emulation (bench/gpu/host_emulation) runs
+// it with mma and ldmatrix emulated per the PTX fragment layouts.
 // =============================================================================================
 #if KWIKI_PLATFORM_CUDA
 namespace tc {
@@ -323,9 +325,14 @@ KWIKI_DEVICE void stage_rows_async(const T* __restrict__ src, const int* __restr
   async_commit();
 }
 
+// Blocks an SM must hold at D = 64 (its 173 registers a thread give 2; 168 give 3 without spills).
+#ifndef KWIKI_PREFILL_D64_MIN_BLOCKS
+#define KWIKI_PREFILL_D64_MIN_BLOCKS 1
+#endif
+
 /// One (64-row query tile, query head, sequence) block of 4 warps; see the comment above.
 template <typename T, int D>
-KWIKI_GLOBAL void __launch_bounds__(kThreadsTc, 1)
+KWIKI_GLOBAL void __launch_bounds__(kThreadsTc, D == 64 ? KWIKI_PREFILL_D64_MIN_BLOCKS : 1)
 prefill_attention_tc_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, const int* __restrict__ cu_q,
                             const int* __restrict__ kv_lens, const int* __restrict__ block_tables, T* __restrict__ out, Shape s) {
   constexpr int X = 8;          // 16-byte chunks of 16-bit T
