@@ -519,7 +519,7 @@ fp8_block_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap ta, const __grid
         wgmma_commit();
         wgmma_wait<0>();
         fence_acc(part);
-        if (g0 + kPromote == kBK / 32 && lane == 0) mbar_arrive(empty + 8 * st);  // this warp's wgmmas no longer read the stage
+        if (g0 + kPromote == kBK / 32 && lane == 0) mbar_arrive(empty + 8 * st);  // after this warp's wait (it syncs a warp, not the warpgroup)
         // The promotion: the fragment times As * Bs (one fp32 product), added in fp32.
 #pragma unroll
         for (int j = 0; j < 16; ++j) {

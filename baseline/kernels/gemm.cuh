@@ -698,7 +698,7 @@ gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tmx, const __grid_constant
     // Keep this stage's wgmmas in flight; the previous stage's are done, so hand it back.
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
     fence_acc(d);
-    // Each warp releases after its own wait: a warp's wait covers its part of the warpgroup's wgmmas.
+    // Each warp releases after its own wait (the wait synchronizes a warp, not the warpgroup; DeepGEMM counts a warp each).
     if (kt > 0 && tid % 32 == 0) mbar_arrive(empty + 8 * ((kt - 1) % kStages));
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
